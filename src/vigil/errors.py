@@ -1,0 +1,6 @@
+"""Exceptions shared by the layers."""
+
+
+class Unsupported(ValueError):
+    """The chosen implementation cannot serve this query (e.g. MAX under R-INT); the reason is
+    reported as a ``rejected`` event and the run goes on."""

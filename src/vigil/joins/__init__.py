@@ -1,0 +1,57 @@
+"""Joins family (input-sensitive continuous joins; paper 003).
+
+JoinOperator protocol (one instance per group of queries sharing kind, relations, join columns,
+range columns and time column):
+
+    op = Impl(kind, output)            # kind: band | select | window ; output: pairs | affected
+    op.register(qid, spec)             # spec: BandJoinSpec | SelectJoinSpec | WindowJoinSpec
+    op.terminate(qid)
+    op.insert(side, seqs, key, attrs, times) -> (qids, r, s)
+        side:  "left" (relation R of the spec) or "right" (S)
+        seqs:  int64[n] strictly increasing, and larger than every seq inserted before
+        key:   float64[n] join column (band) or int64[n] dictionary codes of the equality column
+        attrs: float64[n, a] the side's range-selection columns, in sorted column-name order
+               (a = 0 for band joins)
+        times: float64[n] for window joins, else None
+    op.state() / Impl.from_state(state)
+
+Every inserted tuple is stored (even with no query alive: a query registered later joins with
+it). insert returns the *new* result pairs each arriving tuple creates with stored tuples of the
+other side, for queries alive at that moment: pairs mode -> (qid, r_seq, s_seq) triples sorted by
+(arriving seq, qid, r, s); affected mode -> (qid, arriving seq, -1), one per (qid, arriving tuple)
+with at least one new pair. Semantics: band: s.key - r.key in [lo, hi]; select: r.key == s.key and
+each side's attrs inside its closed ranges; window: select plus |r.T - s.T| < w.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+class JoinOperator(ABC):
+    name: ClassVar[str]
+
+    def __init__(self, kind: str, output: str = "pairs") -> None:
+        self.kind = kind
+        self.output = output
+
+    @abstractmethod
+    def register(self, qid: int, spec: Any) -> None: ...
+
+    @abstractmethod
+    def terminate(self, qid: int) -> None: ...
+
+    @abstractmethod
+    def insert(
+        self, side: str, seqs: np.ndarray, key: np.ndarray, attrs: np.ndarray, times: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    @abstractmethod
+    def state(self) -> dict[str, Any]: ...
+
+    @classmethod
+    @abstractmethod
+    def from_state(cls, state: dict[str, Any]) -> JoinOperator: ...

@@ -1,0 +1,47 @@
+"""Implementation registry: family -> {name: "module:Class"}; resolved lazily so that importing
+vigil never compiles a kernel. Adding an algorithm = adding one line here; ``vigil.checks`` then
+runs it through its family's conformance suite, and ``--algo FAMILY=NAME`` selects it."""
+
+from __future__ import annotations
+
+import importlib
+
+IMPLEMENTATIONS: dict[str, dict[str, str]] = {
+    "threshold": {
+        "oracle": "vigil.threshold.oracle:ThresholdOracle",
+    },
+    "windows": {
+        "oracle": "vigil.windows.oracle:WindowOracle",
+    },
+    "substream": {
+        "oracle": "vigil.windows.oracle:SubstreamOracle",
+    },
+    "joins": {
+        "oracle": "vigil.joins.oracle:JoinOracle",
+    },
+    "quantiles": {
+        "oracle": "vigil.quantiles.oracle:QuantileOracle",
+    },
+}
+
+# the best implementation of each family, used when --algo does not say
+DEFAULTS: dict[str, str] = {
+    "threshold": "oracle",
+    "windows": "oracle",
+    "substream": "oracle",
+    "joins": "oracle",
+    "quantiles": "oracle",
+}
+
+FAMILIES = tuple(IMPLEMENTATIONS)
+
+
+def resolve(family: str, name: str | None = None) -> type:
+    if family not in IMPLEMENTATIONS:
+        raise KeyError(f"unknown family {family!r}; expected one of {list(IMPLEMENTATIONS)}")
+    name = name or DEFAULTS[family]
+    impls = IMPLEMENTATIONS[family]
+    if name not in impls:
+        raise KeyError(f"unknown {family} implementation {name!r}; expected one of {sorted(impls)}")
+    mod, cls = impls[name].split(":")
+    return getattr(importlib.import_module(mod), cls)

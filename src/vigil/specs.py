@@ -1,0 +1,405 @@
+"""Query specs: one pydantic model per query type of DESIGN.md; all validation of a spec lives here.
+
+``parse_query(obj, columns=None)`` turns a JSON object into a spec or raises :class:`SpecError`
+whose message names the field and the problem (``threshold: must be an integer >= 1``).
+Every spec knows the stream columns it references (:meth:`columns`) and, for joins, the
+columns per relation (:meth:`relation_columns`), so the engine can check them against a stream.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+Number = StrictInt | StrictFloat
+Bound = Number | None
+
+
+class SpecError(ValueError):
+    """A spec that cannot be accepted; ``str(err)`` is the reason."""
+
+
+def _check_range(v: list, *, open_range: bool = False) -> tuple[float, float]:
+    if len(v) != 2:
+        raise ValueError("a range is [lo, hi] with exactly two bounds (null = unbounded)")
+    lo, hi = v
+    for b in (lo, hi):
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int | float)):
+            raise ValueError(f"range bound {b!r} is not a number")
+        if b is not None and math.isnan(b):
+            raise ValueError("range bound is NaN")
+    flo = -math.inf if lo is None else float(lo)
+    fhi = math.inf if hi is None else float(hi)
+    if open_range:
+        if flo >= fhi:
+            raise ValueError(f"inverted or empty open range ({lo}, {hi}): lo must be < hi")
+    elif flo > fhi:
+        raise ValueError(f"inverted range [{lo}, {hi}]: lo must be <= hi")
+    return flo, fhi
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: StrictStr = Field(min_length=1)
+
+    family: ClassVar[str] = ""
+
+    def columns(self) -> set[str]:
+        """Every stream column this query references."""
+        return set().union(*self.relation_columns().values()) if self.relation_columns() else set()
+
+    def relation_columns(self) -> dict[str | None, set[str]]:
+        """Columns referenced, per relation (None = every row)."""
+        return {None: self.columns()}
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class ThresholdSpec(_Spec):
+    """RTS query: matures at the first element with total weight in the rectangle >= threshold."""
+
+    type: Literal["threshold"]
+    where: dict[StrictStr, list[Bound] | StrictStr | StrictInt | StrictFloat]
+    weight: StrictStr | None = None
+    threshold: StrictInt = Field(ge=1)
+
+    @field_validator("where")
+    @classmethod
+    def _where(cls, v: dict) -> dict:
+        if not any(isinstance(x, list) for x in v.values()):
+            raise ValueError("needs at least one range column, e.g. {\"price\": [100, 105]}")
+        for col, x in v.items():
+            if isinstance(x, list):
+                try:
+                    _check_range(x)
+                except ValueError as e:
+                    raise ValueError(f"column {col!r}: {e}") from None
+            elif isinstance(x, float) and not math.isfinite(x):
+                raise ValueError(f"column {col!r}: equality value must be finite")
+        return v
+
+    family: ClassVar[str] = "threshold"
+
+    def range_columns(self) -> tuple[str, ...]:
+        return tuple(sorted(c for c, x in self.where.items() if isinstance(x, list)))
+
+    def key_items(self) -> tuple[tuple[str, Any], ...]:
+        return tuple(sorted((c, x) for c, x in self.where.items() if not isinstance(x, list)))
+
+    def bounds(self) -> tuple[list[float], list[float]]:
+        los, his = [], []
+        for c in self.range_columns():
+            lo, hi = _check_range(self.where[c])
+            los.append(lo)
+            his.append(hi)
+        return los, his
+
+    def columns(self) -> set[str]:
+        cols = set(self.where)
+        if self.weight:
+            cols.add(self.weight)
+        return cols
+
+
+WindowAgg = Literal["sum", "count", "avg", "min", "max", "quantile"]
+
+
+class WindowAggregateSpec(_Spec):
+    """Sliding-window aggregate (rows or time window; suffix when NR/TR = 0, historical otherwise)."""
+
+    type: Literal["window_aggregate"]
+    agg: WindowAgg
+    column: StrictStr | None = None
+    phi: Number | None = None
+    rows: list[StrictInt] | None = None
+    time: list[Number] | None = None
+    time_column: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> WindowAggregateSpec:
+        if self.column is None and self.agg != "count":
+            raise ValueError(f"column: required for agg {self.agg!r}")
+        if self.agg == "quantile":
+            if self.phi is None:
+                raise ValueError("phi: required for agg 'quantile'")
+            if not (0 < self.phi <= 1):
+                raise ValueError(f"phi: must lie in (0, 1], got {self.phi}")
+        elif self.phi is not None:
+            raise ValueError("phi: only allowed with agg 'quantile'")
+        if (self.rows is None) == (self.time is None):
+            raise ValueError("rows/time: give exactly one of rows [NL, NR] or time [TL, TR]")
+        win = self.rows if self.rows is not None else self.time
+        name = "rows" if self.rows is not None else "time"
+        if len(win) != 2:
+            raise ValueError(f"{name}: must be [{name[0].upper()}L, {name[0].upper()}R]")
+        left, right = win
+        if any(isinstance(x, float) and not math.isfinite(x) for x in win):
+            raise ValueError(f"{name}: bounds must be finite numbers")
+        if right < 0:
+            raise ValueError(f"{name}: right end must be >= 0, got {right}")
+        if left <= right:
+            raise ValueError(f"{name}: window [{left}, {right}] needs left > right >= 0")
+        if self.rows is not None and self.time_column is not None:
+            raise ValueError("time_column: only allowed with a time window")
+        return self
+
+    family: ClassVar[str] = "windows"
+
+    @property
+    def tcol(self) -> str | None:
+        return None if self.time is None else (self.time_column or "ts")
+
+    def columns(self) -> set[str]:
+        cols = {self.column} if self.column else set()
+        if self.tcol:
+            cols.add(self.tcol)
+        return cols
+
+
+class SubstreamFilterSpec(_Spec):
+    """Keys whose COUNT/SUM over the last T time units lies in the open range (v1, v2)."""
+
+    type: Literal["substream_filter"]
+    agg: Literal["count", "sum"]
+    column: StrictStr | None = None
+    key: StrictStr
+    time: Number = Field(gt=0)
+    time_column: StrictStr = "ts"
+    range: list[Bound]
+    epsilon: Number | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> SubstreamFilterSpec:
+        if self.column is None and self.agg == "sum":
+            raise ValueError("column: required for agg 'sum'")
+        if not math.isfinite(self.time):
+            raise ValueError("time: must be finite")
+        try:
+            lo, hi = _check_range(self.range, open_range=True)
+        except ValueError as e:
+            raise ValueError(f"range: {e}") from None
+        if self.epsilon is not None:
+            if not (0 < self.epsilon < 1):
+                raise ValueError(f"epsilon: must lie in (0, 1), got {self.epsilon}")
+            if math.isfinite(lo) and math.isfinite(hi):
+                raise ValueError("epsilon: only one-sided ranges ([v1, null] or [null, v2]) are approximable")
+        return self
+
+    family: ClassVar[str] = "substream"
+
+    def bounds(self) -> tuple[float, float]:
+        return _check_range(self.range, open_range=True)
+
+    def columns(self) -> set[str]:
+        cols = {self.key, self.time_column}
+        if self.column:
+            cols.add(self.column)
+        return cols
+
+
+class _JoinSpec(_Spec):
+    left: StrictStr = Field(min_length=1)
+    right: StrictStr = Field(min_length=1)
+    left_on: StrictStr
+    right_on: StrictStr
+
+    @model_validator(mode="after")
+    def _rels(self):
+        if self.left == self.right:
+            raise ValueError("right: must name a relation other than left")
+        return self
+
+    family: ClassVar[str] = "joins"
+
+    def relation_columns(self) -> dict[str | None, set[str]]:
+        return {self.left: {self.left_on}, self.right: {self.right_on}}
+
+    def columns(self) -> set[str]:
+        return set().union(*self.relation_columns().values())
+
+
+class BandJoinSpec(_JoinSpec):
+    """Band join: pairs (r, s) with s.right_on - r.left_on in [lo, hi]."""
+
+    type: Literal["band_join"]
+    band: list[Number]
+
+    @field_validator("band")
+    @classmethod
+    def _band(cls, v: list) -> list:
+        if len(v) != 2:
+            raise ValueError("must be [lo, hi]")
+        if not all(math.isfinite(x) for x in v):
+            raise ValueError("bounds must be finite numbers")
+        if v[0] > v[1]:
+            raise ValueError(f"inverted band [{v[0]}, {v[1]}]: lo must be <= hi")
+        return v
+
+
+def _check_ranges(v: dict) -> dict:
+    for col, r in v.items():
+        try:
+            _check_range(r)
+        except ValueError as e:
+            raise ValueError(f"column {col!r}: {e}") from None
+    return v
+
+
+class SelectJoinSpec(_JoinSpec):
+    """Equality join r.left_on = s.right_on with local range selections on each side."""
+
+    type: Literal["select_join"]
+    left_range: dict[StrictStr, list[Bound]] = Field(default_factory=dict)
+    right_range: dict[StrictStr, list[Bound]] = Field(default_factory=dict)
+
+    _ranges = field_validator("left_range", "right_range")(classmethod(lambda cls, v: _check_ranges(v)))
+
+    def relation_columns(self) -> dict[str | None, set[str]]:
+        return {
+            self.left: {self.left_on, *self.left_range},
+            self.right: {self.right_on, *self.right_range},
+        }
+
+    def range_bounds(self, side: str) -> dict[str, tuple[float, float]]:
+        rng = self.left_range if side == "left" else self.right_range
+        return {c: _check_range(r) for c, r in rng.items()}
+
+
+class WindowJoinSpec(SelectJoinSpec):
+    """A select join whose pairs also satisfy |r.T - s.T| < window."""
+
+    type: Literal["window_join"]  # type: ignore[assignment]
+    window: Number = Field(gt=0)
+    time_column: StrictStr = "ts"
+
+    @field_validator("window")
+    @classmethod
+    def _w(cls, v):
+        if not math.isfinite(v):
+            raise ValueError("must be a finite number > 0")
+        return v
+
+    def relation_columns(self) -> dict[str | None, set[str]]:
+        cols = super().relation_columns()
+        for c in cols.values():
+            c.add(self.time_column)
+        return cols
+
+
+class QuantileSpec(_Spec):
+    """(phi, epsilon)-approximate quantile over the whole stream or the last ``rows`` elements."""
+
+    type: Literal["quantile"]
+    column: StrictStr
+    phi: Number
+    epsilon: Number
+    rows: StrictInt | None = Field(default=None, ge=1)
+
+    @field_validator("phi")
+    @classmethod
+    def _phi(cls, v):
+        if not (0 < v <= 1):
+            raise ValueError(f"must lie in (0, 1], got {v}")
+        return v
+
+    @field_validator("epsilon")
+    @classmethod
+    def _eps(cls, v):
+        if not (0 < v < 1):
+            raise ValueError(f"must lie in (0, 1), got {v}")
+        return v
+
+    family: ClassVar[str] = "quantiles"
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+
+Spec = Annotated[
+    ThresholdSpec
+    | WindowAggregateSpec
+    | SubstreamFilterSpec
+    | BandJoinSpec
+    | SelectJoinSpec
+    | WindowJoinSpec
+    | QuantileSpec,
+    Field(discriminator="type"),
+]
+
+SPEC_TYPES: dict[str, type[_Spec]] = {
+    "threshold": ThresholdSpec,
+    "window_aggregate": WindowAggregateSpec,
+    "substream_filter": SubstreamFilterSpec,
+    "band_join": BandJoinSpec,
+    "select_join": SelectJoinSpec,
+    "window_join": WindowJoinSpec,
+    "quantile": QuantileSpec,
+}
+
+AnySpec = (
+    ThresholdSpec
+    | WindowAggregateSpec
+    | SubstreamFilterSpec
+    | BandJoinSpec
+    | SelectJoinSpec
+    | WindowJoinSpec
+    | QuantileSpec
+)
+
+
+def _reason(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"] if not isinstance(x, int) or len(e["loc"]) == 1)
+        # drop pydantic's union-branch tags such as 'list[...]' from the location
+        loc = ".".join(p for p in loc.split(".") if "[" not in p and p not in {"function-after"})
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif e["type"] == "missing":
+            msg = "missing required field"
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    # several union branches may each complain; keep distinct messages, in order
+    seen: list[str] = []
+    for p in parts:
+        if p not in seen:
+            seen.append(p)
+    return "; ".join(seen)
+
+
+def parse_query(obj: Any, columns: set[str] | dict[str | None, set[str]] | None = None) -> AnySpec:
+    """Validate a query object. ``columns``: the stream's columns (a set, or a dict per relation
+    with None for the columns of every row); references to other columns are rejected."""
+    if not isinstance(obj, dict):
+        raise SpecError(f"query must be a JSON object, got {type(obj).__name__}")
+    qtype = obj.get("type")
+    if "id" not in obj:
+        raise SpecError("id: missing required field")
+    if not isinstance(obj.get("id"), str) or not obj["id"]:
+        raise SpecError("id: must be a non-empty string")
+    if qtype not in SPEC_TYPES:
+        raise SpecError(f"type: unknown query type {qtype!r}; expected one of {sorted(SPEC_TYPES)}")
+    try:
+        spec = SPEC_TYPES[qtype].model_validate(obj)
+    except ValidationError as e:
+        raise SpecError(_reason(e)) from None
+    if columns is not None:
+        have = columns if isinstance(columns, set) else set().union(*columns.values())
+        missing = sorted(spec.columns() - have)
+        if missing:
+            raise SpecError(f"references column(s) {missing} that the stream does not have")
+    return spec

@@ -1,0 +1,92 @@
+"""Windows family (shared sliding-window aggregates and substream filters; paper 002).
+
+WindowOperator protocol (one instance per (column, agg, window kind, time column)):
+
+    op = Impl(agg, time_based)         # agg in sum|count|avg|min|max|quantile
+    op.register(qid, spec)             # spec: vigil.specs.WindowAggregateSpec; may raise
+                                       #   vigil.errors.Unsupported(reason)
+    op.terminate(qid)
+    op.push(values, seqs, times)       # float64[n], int64[n] strictly increasing, float64[n] or None
+                                       # (times non-decreasing; given iff time_based)
+    op.lookup(qids, n, t_now) -> float64[k]   # answers after element n; NaN = SQL null
+    op.state() / Impl.from_state(state)
+
+Rows window [NL, NR] after element n: the elements with seq in [n-NL+1, n-NR] (rejected rows leave
+gaps in seq and are simply absent). Time window [TL, TR]: elements with time in
+(t_now-TL, t_now-TR], t_now = time of the last pushed element with seq <= n (no element yet ->
+empty window). Empty window -> NaN, except COUNT -> 0. QUANTILE(phi) = the element of 1-based rank
+max(1, ceil(phi*N)) in sorted order.
+
+SubstreamOperator protocol (one instance per (key column, value column, agg, time column)):
+
+    op = Impl(agg)                     # count | sum
+    op.register(qid, spec)             # spec: vigil.specs.SubstreamFilterSpec
+    op.terminate(qid)
+    op.push(values, times, keys, seqs) # float64[n] (ones for count), float64[n], int64[n] key codes
+    op.lookup(qids, n, t_now) -> list[np.ndarray]   # per query, the int64 key codes reported
+    op.state() / Impl.from_state(state)
+
+Reported keys: those with >= 1 element in (t_now-T, t_now] whose aggregate lies in the open range
+(v1, v2); with epsilon (one-sided ranges) any superset of those whose members all satisfy the range
+relaxed by epsilon (v1*(1-eps) for (v1, inf); v2*(1+eps) for (-inf, v2)).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+class WindowOperator(ABC):
+    name: ClassVar[str]
+
+    def __init__(self, agg: str, time_based: bool) -> None:
+        self.agg = agg
+        self.time_based = bool(time_based)
+
+    @abstractmethod
+    def register(self, qid: int, spec: Any) -> None: ...
+
+    @abstractmethod
+    def terminate(self, qid: int) -> None: ...
+
+    @abstractmethod
+    def push(self, values: np.ndarray, seqs: np.ndarray, times: np.ndarray | None) -> None: ...
+
+    @abstractmethod
+    def lookup(self, qids: np.ndarray, n: int, t_now: float) -> np.ndarray: ...
+
+    @abstractmethod
+    def state(self) -> dict[str, Any]: ...
+
+    @classmethod
+    @abstractmethod
+    def from_state(cls, state: dict[str, Any]) -> WindowOperator: ...
+
+
+class SubstreamOperator(ABC):
+    name: ClassVar[str]
+
+    def __init__(self, agg: str) -> None:
+        self.agg = agg
+
+    @abstractmethod
+    def register(self, qid: int, spec: Any) -> None: ...
+
+    @abstractmethod
+    def terminate(self, qid: int) -> None: ...
+
+    @abstractmethod
+    def push(self, values: np.ndarray, times: np.ndarray, keys: np.ndarray, seqs: np.ndarray) -> None: ...
+
+    @abstractmethod
+    def lookup(self, qids: np.ndarray, n: int, t_now: float) -> list[np.ndarray]: ...
+
+    @abstractmethod
+    def state(self) -> dict[str, Any]: ...
+
+    @classmethod
+    @abstractmethod
+    def from_state(cls, state: dict[str, Any]) -> SubstreamOperator: ...
