@@ -3,16 +3,18 @@
 WindowOperator protocol (one instance per (column, agg, window kind, time column)):
 
     op = Impl(agg, time_based)         # agg in sum|count|avg|min|max|quantile
-    op.register(qid, spec)             # spec: vigil.specs.WindowAggregateSpec; may raise
-                                       #   vigil.errors.Unsupported(reason)
+    op.register(qid, spec, start)      # spec: vigil.specs.WindowAggregateSpec; may raise
+                                       #   vigil.errors.Unsupported(reason). The query counts
+                                       #   only elements with seq > start (DESIGN: "exists from
+                                       #   after element n").
     op.terminate(qid)
     op.push(values, seqs, times)       # float64[n], int64[n] strictly increasing, float64[n] or None
                                        # (times non-decreasing; given iff time_based)
     op.lookup(qids, n, t_now) -> float64[k]   # answers after element n; NaN = SQL null
     op.state() / Impl.from_state(state)
 
-Rows window [NL, NR] after element n: the elements with seq in [n-NL+1, n-NR] (rejected rows leave
-gaps in seq and are simply absent). Time window [TL, TR]: elements with time in
+Rows window [NL, NR] after element n: the elements with seq in [n-NL+1, n-NR] and seq > start
+(rejected rows leave gaps in seq and are simply absent). Time window [TL, TR]: elements with time in
 (t_now-TL, t_now-TR], t_now = time of the last pushed element with seq <= n (no element yet ->
 empty window). Empty window -> NaN, except COUNT -> 0. QUANTILE(phi) = the element of 1-based rank
 max(1, ceil(phi*N)) in sorted order.
@@ -20,7 +22,7 @@ max(1, ceil(phi*N)) in sorted order.
 SubstreamOperator protocol (one instance per (key column, value column, agg, time column)):
 
     op = Impl(agg)                     # count | sum
-    op.register(qid, spec)             # spec: vigil.specs.SubstreamFilterSpec
+    op.register(qid, spec, start)      # spec: vigil.specs.SubstreamFilterSpec; counts seq > start
     op.terminate(qid)
     op.push(values, times, keys, seqs) # float64[n] (ones for count), float64[n], int64[n] key codes
     op.lookup(qids, n, t_now) -> list[np.ndarray]   # per query, the int64 key codes reported
@@ -47,7 +49,7 @@ class WindowOperator(ABC):
         self.time_based = bool(time_based)
 
     @abstractmethod
-    def register(self, qid: int, spec: Any) -> None: ...
+    def register(self, qid: int, spec: Any, start: int) -> None: ...
 
     @abstractmethod
     def terminate(self, qid: int) -> None: ...
@@ -73,7 +75,7 @@ class SubstreamOperator(ABC):
         self.agg = agg
 
     @abstractmethod
-    def register(self, qid: int, spec: Any) -> None: ...
+    def register(self, qid: int, spec: Any, start: int) -> None: ...
 
     @abstractmethod
     def terminate(self, qid: int) -> None: ...

@@ -1,0 +1,29 @@
+# vigil: two commands do everything on a fresh machine (Python 3.11 + Java 17):
+#   make demo   creates .venv, installs, runs the main job (Spark pipeline, local)
+#   make test   creates .venv, installs, runs the whole test suite
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
+
+.PHONY: demo test lint install clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+demo: $(STAMP)
+	$(BIN)/vigil demo
+
+clean:
+	rm -rf $(VENV) .numba_cache .pytest_cache build src/*.egg-info

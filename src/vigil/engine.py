@@ -1,0 +1,840 @@
+"""The Engine: routes query operations and stream elements, in exact ``at`` order, to the family
+operators, grouped by signature; turns their numpy answers into output events.
+
+Order (DESIGN.md): an operation with ``at = n`` applies after every element with seq <= n and
+before the first element with seq > n; operations with equal ``at`` apply in arrival order. The
+engine cuts each batch into segments at pending operations' ``at`` and pushes each segment to every
+group as one numpy batch, so per-element cost stays inside the operators.
+
+Groups (one operator instance each):
+- threshold: (range columns, weight column, equality keys) -> ThresholdOperator(d)
+- windows:   (column, agg, time column or rows)            -> WindowOperator
+- substream: (key column, value column, agg, time column)  -> SubstreamOperator
+- joins:     (kind, relations, join columns, range columns, time column) -> JoinOperator
+- quantiles: (column, rows window)                          -> QuantileOperator
+A group whose last query leaves is dropped (every query counts only elements after its
+registration), except join groups: join state is the stream itself (a pair can join an old tuple),
+so the engine keeps the rows of relations and a new join group starts from them.
+
+Validation: a row is checked only against the columns referenced by the groups with alive queries
+that can see it (threshold: rows matching the equality keys; joins: rows of the group's relations).
+A bad row is rejected once, with the first reason, and reaches no operator. Time columns must not
+decrease (per group). Every row and every operation is either applied or rejected:
+``counts['rows_in'] == counts['rows_applied'] + counts['rows_rejected']`` (same for ops).
+
+Snapshots are pickle-free (vigil.state): engine bookkeeping as JSON, operator state as arrays.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from . import registry
+from .errors import Unsupported
+from .events import (
+    ERROR_COLUMN,
+    OUTPUT_SCHEMA,
+    key_column,
+    key_equals,
+    numeric_column,
+    seq_column,
+    weight_column,
+)
+from .specs import (
+    BandJoinSpec,
+    QuantileSpec,
+    SelectJoinSpec,
+    SpecError,
+    SubstreamFilterSpec,
+    ThresholdSpec,
+    WindowAggregateSpec,
+    WindowJoinSpec,
+    parse_query,
+)
+from .state import pack, unpack
+
+# event codes used while a segment's outputs are sorted
+_EV_NAMES = ["rejected", "matured", "join", "affected"]
+_EV = {n: i for i, n in enumerate(_EV_NAMES)}
+_OP_FIELDS = {"register": {"op", "at", "query"}, "terminate": {"op", "at", "id"}, "lookup": {"op", "at", "id"}}
+
+
+class _Cols:
+    """Per-batch cache of column extractions: (column, kind) -> (values, {row: reason})."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.cache: dict[tuple[str, str], tuple[np.ndarray, dict[int, str]]] = {}
+
+    def get(self, col: str, kind: str) -> tuple[np.ndarray, dict[int, str]]:
+        k = (col, kind)
+        if k not in self.cache:
+            if kind == "weight":
+                self.cache[k] = weight_column(self.table, col)
+            elif kind == "key":
+                self.cache[k] = key_column(self.table, col)
+            else:
+                self.cache[k] = numeric_column(self.table, col)
+        return self.cache[k]
+
+    def equals(self, col: str, value: Any) -> np.ndarray:
+        k = (col, "eq:" + json.dumps(value))
+        if k not in self.cache:
+            self.cache[k] = (key_equals(self.table, col, value), {})
+        return self.cache[k][0]
+
+
+class _Segment:
+    """Element outputs of one segment, sorted before they are emitted."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.reasons: list[tuple[int, str]] = []  # (at, reason) of rejected rows
+
+    def add(self, ev: str, qids: np.ndarray, at: np.ndarray, r=None, s=None) -> None:
+        if len(qids):
+            k = len(qids)
+            none = np.full(k, -1, np.int64)
+            self.parts.append(
+                (_EV[ev], np.asarray(qids, np.int64), np.asarray(at, np.int64),
+                 none if r is None else np.asarray(r, np.int64), none if s is None else np.asarray(s, np.int64))
+            )
+
+
+# ----------------------------------------------------------------------------- groups
+
+
+class _Group:
+    family = ""
+    keeps_history = False  # join groups persist without queries
+
+    def __init__(self, engine: Engine, params: dict[str, Any]) -> None:
+        self.engine = engine
+        self.params = params
+        self.qids: set[int] = set()
+        self.t_last = -math.inf
+
+    # which rows this group sees, and which columns it checks on them
+    def checks(self, cols: _Cols, idx: np.ndarray) -> list[tuple[np.ndarray | None, list[tuple[str, str]]]]:
+        raise NotImplementedError
+
+    def time_column(self) -> str | None:
+        return None
+
+    def visible(self, cols: _Cols, idx: np.ndarray) -> np.ndarray:
+        vis = np.zeros(len(idx), bool)
+        for mask, _ in self.checks(cols, idx):
+            vis |= True if mask is None else mask
+        return vis
+
+    def state(self) -> dict[str, Any]:
+        return {"op": self.op.state(), "t_last": self.t_last}
+
+    def load(self, s: dict[str, Any]) -> None:
+        self.op = type(self.op).from_state(s["op"])
+        self.t_last = s["t_last"]
+
+
+class _ThresholdGroup(_Group):
+    family = "threshold"
+
+    @staticmethod
+    def params_of(spec: ThresholdSpec) -> dict[str, Any]:
+        return {"cols": list(spec.range_columns()), "weight": spec.weight, "keys": [list(kv) for kv in spec.key_items()]}
+
+    def __init__(self, engine: Engine, params: dict[str, Any]) -> None:
+        super().__init__(engine, params)
+        self.op = engine.impl("threshold")(len(params["cols"]))
+
+    def checks(self, cols, idx):
+        mask = None
+        for col, value in self.params["keys"]:
+            m = cols.equals(col, value)[idx]
+            mask = m if mask is None else mask & m
+        refs = [(c, "num") for c in self.params["cols"]]
+        if self.params["weight"]:
+            refs.append((self.params["weight"], "weight"))
+        return [(mask, refs)]
+
+    def register(self, qid: int, spec: ThresholdSpec, start: int) -> None:
+        lo, hi = spec.bounds()
+        self.op.register(
+            np.array([qid], np.int64), np.array([lo], float), np.array([hi], float), np.array([spec.threshold], np.int64)
+        )
+
+    def terminate(self, qid: int) -> None:
+        self.op.terminate(np.array([qid], np.int64))
+
+    def feed(self, cols: _Cols, rows: np.ndarray, seqs: np.ndarray, seg: _Segment) -> None:
+        pts = np.empty((len(rows), len(self.params["cols"])), np.float64)
+        for j, c in enumerate(self.params["cols"]):
+            pts[:, j] = cols.get(c, "num")[0][rows]
+        w = cols.get(self.params["weight"], "weight")[0][rows] if self.params["weight"] else np.ones(len(rows), np.int64)
+        q, off = self.op.push(pts, w)
+        if len(q):
+            seg.add("matured", q, seqs[off])
+            for qid in q.tolist():
+                self.engine._gone(qid)
+
+
+class _WindowGroup(_Group):
+    family = "windows"
+
+    @staticmethod
+    def params_of(spec: WindowAggregateSpec) -> dict[str, Any]:
+        return {"agg": spec.agg, "column": spec.column, "time_column": spec.tcol}
+
+    def __init__(self, engine: Engine, params: dict[str, Any]) -> None:
+        super().__init__(engine, params)
+        self.op = engine.impl("windows")(params["agg"], params["time_column"] is not None)
+
+    def time_column(self):
+        return self.params["time_column"]
+
+    def checks(self, cols, idx):
+        refs = [(self.params["column"], "num")] if self.params["column"] else []
+        if self.params["time_column"]:
+            refs.append((self.params["time_column"], "time"))
+        return [(None, refs)]
+
+    def register(self, qid, spec, start):
+        self.op.register(qid, spec, start)
+
+    def terminate(self, qid):
+        self.op.terminate(qid)
+
+    def feed(self, cols, rows, seqs, seg):
+        col = self.params["column"]
+        vals = cols.get(col, "num")[0][rows] if col else np.ones(len(rows))
+        times = None
+        if self.params["time_column"]:
+            times = cols.get(self.params["time_column"], "time")[0][rows]
+            if len(times):
+                self.t_last = float(times[-1])
+        self.op.push(vals, seqs, times)
+
+    def lookup(self, qid: int, n: int) -> tuple[float | None, list[str] | None]:
+        v = float(self.op.lookup(np.array([qid], np.int64), n, self.t_last)[0])
+        return (None if math.isnan(v) else v), None
+
+
+class _Codes:
+    """Dictionary encoding of key values (text) to int64 codes, shared by a group's operator."""
+
+    def __init__(self, values: list[str] | None = None) -> None:
+        self.values: list[str] = list(values or [])
+        self.code = {v: i for i, v in enumerate(self.values)}
+
+    def encode(self, keys: np.ndarray) -> np.ndarray:
+        out = np.empty(len(keys), np.int64)
+        for i, k in enumerate(keys.tolist()):
+            c = self.code.get(k)
+            if c is None:
+                c = self.code[k] = len(self.values)
+                self.values.append(k)
+            out[i] = c
+        return out
+
+
+class _SubstreamGroup(_Group):
+    family = "substream"
+
+    @staticmethod
+    def params_of(spec: SubstreamFilterSpec) -> dict[str, Any]:
+        return {"agg": spec.agg, "column": spec.column, "key": spec.key, "time_column": spec.time_column}
+
+    def __init__(self, engine, params):
+        super().__init__(engine, params)
+        self.op = engine.impl("substream")(params["agg"])
+        self.codes = _Codes()
+
+    def time_column(self):
+        return self.params["time_column"]
+
+    def checks(self, cols, idx):
+        refs = [(self.params["key"], "key"), (self.params["time_column"], "time")]
+        if self.params["column"]:
+            refs.append((self.params["column"], "num"))
+        return [(None, refs)]
+
+    def register(self, qid, spec, start):
+        self.op.register(qid, spec, start)
+
+    def terminate(self, qid):
+        self.op.terminate(qid)
+
+    def feed(self, cols, rows, seqs, seg):
+        col = self.params["column"]
+        vals = cols.get(col, "num")[0][rows] if col else np.ones(len(rows))
+        times = cols.get(self.params["time_column"], "time")[0][rows]
+        if len(times):
+            self.t_last = float(times[-1])
+        keys = self.codes.encode(cols.get(self.params["key"], "key")[0][rows])
+        self.op.push(vals, times, keys, seqs)
+
+    def lookup(self, qid, n):
+        codes = self.op.lookup(np.array([qid], np.int64), n, self.t_last)[0]
+        return None, sorted(self.codes.values[int(c)] for c in codes)
+
+    def state(self):
+        return {**super().state(), "codes": self.codes.values}
+
+    def load(self, s):
+        super().load(s)
+        self.codes = _Codes(s["codes"])
+
+
+class _JoinGroup(_Group):
+    family = "joins"
+    keeps_history = True
+
+    @staticmethod
+    def params_of(spec) -> dict[str, Any]:
+        kind = {"band_join": "band", "select_join": "select", "window_join": "window"}[spec.type]
+        p = {"kind": kind, "left": spec.left, "right": spec.right, "left_on": spec.left_on, "right_on": spec.right_on}
+        if kind != "band":
+            p["left_cols"] = sorted(spec.left_range)
+            p["right_cols"] = sorted(spec.right_range)
+        if kind == "window":
+            p["time_column"] = spec.time_column
+        return p
+
+    def __init__(self, engine, params):
+        super().__init__(engine, params)
+        self.op = engine.impl("joins")(params["kind"], engine.join_output)
+        self.codes = _Codes()
+        self.key_kind = "num" if params["kind"] == "band" else "key"
+
+    def _refs(self, side: str) -> list[tuple[str, str]]:
+        p = self.params
+        refs = [(p[f"{side}_on"], self.key_kind)] + [(c, "num") for c in p.get(f"{side}_cols", [])]
+        if p.get("time_column"):
+            refs.append((p["time_column"], "time"))
+        return refs
+
+    def time_column(self):
+        return self.params.get("time_column")
+
+    def checks(self, cols, idx):
+        rel = cols.get("rel", "key")[0][idx]
+        return [(rel == self.params[side], self._refs(side)) for side in ("left", "right")]
+
+    def register(self, qid, spec, start):
+        self.op.register(qid, spec)
+
+    def terminate(self, qid):
+        self.op.terminate(qid)
+
+    def feed(self, cols, rows, seqs, seg):
+        if not len(rows):
+            return
+        rel = cols.get("rel", "key")[0][rows]
+        side = np.where(rel == self.params["left"], 0, 1)
+        cut = np.flatnonzero(np.diff(side)) + 1
+        for a, b in zip(np.r_[0, cut], np.r_[cut, len(rows)], strict=True):
+            sname = "left" if side[a] == 0 else "right"
+            r = rows[a:b]
+            p = self.params
+            if self.key_kind == "num":
+                key = cols.get(p[f"{sname}_on"], "num")[0][r]
+            else:
+                key = self.codes.encode(cols.get(p[f"{sname}_on"], "key")[0][r])
+            names = p.get(f"{sname}_cols", [])
+            attrs = np.empty((len(r), len(names)), np.float64)
+            for j, c in enumerate(names):
+                attrs[:, j] = cols.get(c, "num")[0][r]
+            times = cols.get(p["time_column"], "time")[0][r] if p.get("time_column") else None
+            if times is not None:
+                self.t_last = float(times[-1])
+            q, x, y = self.op.insert(sname, seqs[a:b], key, attrs, times)
+            if len(q):
+                if self.engine.join_output == "affected":
+                    seg.add("affected", q, x)
+                else:
+                    seg.add("join", q, np.maximum(x, y), x, y)
+
+    def bootstrap(self, history: list[pa.Table]) -> None:
+        """Store the relations' earlier rows (no query is alive yet, so nothing is output)."""
+        for t in history:
+            cols = _Cols(t)
+            idx = np.arange(t.num_rows)
+            seqs = np.asarray(t.column("seq").to_numpy(zero_copy_only=False), np.int64)
+            ok = self._ok_rows(cols, idx)
+            self.feed(cols, idx[ok], seqs[ok], _Segment())
+
+    def _ok_rows(self, cols: _Cols, idx: np.ndarray) -> np.ndarray:
+        ok = np.zeros(len(idx), bool)
+        for mask, refs in self.checks(cols, idx):
+            m = mask.copy()
+            for col, kind in refs:
+                for r in cols.get(col, kind)[1]:
+                    pos = np.searchsorted(idx, r)
+                    if pos < len(idx) and idx[pos] == r:
+                        m[pos] = False
+            ok |= m
+        if self.time_column():
+            t = cols.get(self.time_column(), "time")[0][idx]
+            ok &= _monotone(t, ok, self.t_last)
+        return ok
+
+    def state(self):
+        return {**super().state(), "codes": self.codes.values}
+
+    def load(self, s):
+        super().load(s)
+        self.codes = _Codes(s["codes"])
+
+
+class _QuantileGroup(_Group):
+    family = "quantiles"
+
+    @staticmethod
+    def params_of(spec: QuantileSpec) -> dict[str, Any]:
+        return {"column": spec.column, "rows": spec.rows}
+
+    def __init__(self, engine, params):
+        super().__init__(engine, params)
+        self.op = engine.impl("quantiles")(engine.quantile_epsilon, params["rows"])
+
+    def checks(self, cols, idx):
+        return [(None, [(self.params["column"], "num")])]
+
+    def register(self, qid, spec, start):
+        self.op.register(qid, float(spec.phi), float(spec.epsilon), start)
+
+    def terminate(self, qid):
+        self.op.terminate(qid)
+
+    def feed(self, cols, rows, seqs, seg):
+        self.op.push(cols.get(self.params["column"], "num")[0][rows], seqs)
+
+    def lookup(self, qid, n):
+        v = float(self.op.lookup(np.array([qid], np.int64), n)[0])
+        return (None if math.isnan(v) else v), None
+
+
+_GROUPS: dict[type, type[_Group]] = {
+    ThresholdSpec: _ThresholdGroup,
+    WindowAggregateSpec: _WindowGroup,
+    SubstreamFilterSpec: _SubstreamGroup,
+    BandJoinSpec: _JoinGroup,
+    SelectJoinSpec: _JoinGroup,
+    WindowJoinSpec: _JoinGroup,
+    QuantileSpec: _QuantileGroup,
+}
+_GROUP_BY_FAMILY = {g.family: g for g in _GROUPS.values()}
+
+
+def _monotone(t: np.ndarray, ok: np.ndarray, t_last: float) -> np.ndarray:
+    """Rows (among ok) whose time is not below every earlier ok time (and t_last)."""
+    tt = np.where(ok, t, -np.inf)
+    prev = np.maximum.accumulate(np.r_[t_last, tt[:-1]]) if len(tt) else tt
+    return ~ok | (t >= prev)
+
+
+# ----------------------------------------------------------------------------- the engine
+
+
+class Engine:
+    """Runs an event log: ``add_operations`` then ``process`` batches, then ``finish``."""
+
+    def __init__(
+        self,
+        algos: dict[str, str] | None = None,
+        quantile_epsilon: float = 0.005,
+        join_output: str = "pairs",
+        columns: set[str] | None = None,
+    ) -> None:
+        self.algos = dict(algos or {})
+        for fam, name in self.algos.items():
+            registry.resolve(fam, name)  # raises KeyError with the reason
+        if not (0 < quantile_epsilon < 1):
+            raise ValueError(f"quantile epsilon must lie in (0, 1), got {quantile_epsilon}")
+        if join_output not in ("pairs", "affected"):
+            raise ValueError(f"join output must be 'pairs' or 'affected', got {join_output!r}")
+        self.quantile_epsilon = float(quantile_epsilon)
+        self.join_output = join_output
+        self.columns = None if columns is None else set(columns) - {ERROR_COLUMN}
+        self.position = 0
+        self.ids: list[str] = []  # qid -> id
+        self.specs: list[dict] = []  # qid -> spec dump
+        self.by_id: dict[str, int] = {}
+        self.where: dict[int, str] = {}  # alive qid -> group key
+        self.groups: dict[str, _Group] = {}
+        self.pending: list[tuple[int, int, dict]] = []  # (at, arrival, op), sorted
+        self.arrival = 0
+        self.history: list[pa.Table] = []  # rows of relations, for join groups created later
+        self.counts: dict[str, int] = dict.fromkeys(
+            ["rows_in", "rows_applied", "rows_rejected", "ops_in", "ops_applied", "ops_rejected", "late"], 0
+        )
+        self.out_counts: dict[str, int] = {}
+        self._out: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ helpers
+    def impl(self, family: str) -> type:
+        return registry.resolve(family, self.algos.get(family))
+
+    def alive(self) -> dict[str, int]:
+        per: dict[str, int] = {}
+        for key in self.where.values():
+            fam = self.groups[key].family
+            per[fam] = per.get(fam, 0) + 1
+        return per
+
+    def _emit(self, ev: str, qid: int | None, at: int | None, *, value=None, keys=None, reason=None, ident=None):
+        self._out.append(
+            {"event": ev, "id": ident if qid is None else self.ids[qid], "at": at, "value": value,
+             "keys": keys, "r": None, "s": None, "reason": reason}
+        )
+        self.out_counts[ev] = self.out_counts.get(ev, 0) + 1
+
+    def _reject_op(self, at, ident, reason):
+        self.counts["ops_rejected"] += 1
+        self._emit("rejected", None, at, reason=reason, ident=ident if isinstance(ident, str) else None)
+
+    def _gone(self, qid: int) -> None:
+        key = self.where.pop(qid, None)
+        if key is None:
+            return
+        g = self.groups[key]
+        g.qids.discard(qid)
+        if not g.qids and not g.keeps_history:
+            del self.groups[key]
+
+    # ------------------------------------------------------------------ operations
+    def add_operations(self, ops: list) -> None:
+        """Queue query operations (dicts or raw JSON lines). Those whose ``at`` is not ahead of
+        the elements already processed apply at once; ``at`` < position is reported ``late``."""
+        for raw in ops:
+            self.counts["ops_in"] += 1
+            op, err = self._parse_op(raw)
+            if err:
+                self._reject_op(op.get("at") if isinstance(op.get("at"), int) else self.position, op.get("id"), err)
+                continue
+            at = op["at"]
+            if at < self.position:
+                self.counts["late"] += 1
+                ident = op.get("id") or (op.get("query") or {}).get("id")
+                self._emit("late", None, at, ident=ident if isinstance(ident, str) else None,
+                           reason=f"operation at {at} arrived after element {self.position}; applied after element {self.position}")
+                self._apply(op, self.position)
+            elif at == self.position and not self.pending:
+                self._apply(op, at)
+            else:
+                self.pending.append((at, self.arrival, op))
+                self.arrival += 1
+        self.pending.sort(key=lambda x: (x[0], x[1]))
+
+    @staticmethod
+    def _parse_op(raw: Any) -> tuple[dict, str | None]:
+        if isinstance(raw, str | bytes):
+            try:
+                raw = json.loads(raw)
+            except ValueError as e:
+                return {}, f"malformed JSON operation: {str(e)[:120]}"
+        if not isinstance(raw, dict):
+            return {}, f"an operation must be a JSON object, got {type(raw).__name__}"
+        op = dict(raw)
+        kind = op.get("op")
+        if kind not in _OP_FIELDS:
+            return op, f"op: unknown operation {kind!r}; expected register, terminate or lookup"
+        op.setdefault("at", 0)
+        at = op["at"]
+        if isinstance(at, bool) or not isinstance(at, int) or at < 0:
+            if isinstance(at, float) and at.is_integer() and at >= 0:
+                op["at"] = int(at)
+            else:
+                return {**op, "at": None}, f"at: must be a non-negative integer, got {at!r}"
+        extra = set(op) - _OP_FIELDS[kind]
+        if extra:
+            return op, f"{kind}: unknown field(s) {sorted(extra)}"
+        if kind == "register":
+            if not isinstance(op.get("query"), dict):
+                return op, "register: 'query' must be a JSON object"
+        elif not isinstance(op.get("id"), str):
+            return op, f"{kind}: 'id' must be a string"
+        return op, None
+
+    def _apply(self, op: dict, n: int) -> None:
+        kind = op["op"]
+        at = op["at"]
+        if kind == "register":
+            q = op["query"]
+            ident = q.get("id")
+            try:
+                spec = parse_query(q, self.columns)
+            except SpecError as e:
+                return self._reject_op(at, ident, str(e))
+            if spec.id in self.by_id:
+                return self._reject_op(at, spec.id, f"id: duplicate id {spec.id!r} (ids are unique per run)")
+            if spec.family == "joins" and self.columns is not None and "rel" not in self.columns:
+                return self._reject_op(at, spec.id, "join queries need a 'rel' column in the stream")
+            gcls = _GROUPS[type(spec)]
+            params = gcls.params_of(spec)
+            key = json.dumps([gcls.family, params], sort_keys=True)
+            qid = len(self.ids)
+            try:
+                g = self.groups.get(key)
+                if g is None:
+                    g = gcls(self, params)
+                    if isinstance(g, _JoinGroup):
+                        g.bootstrap(self.history)
+                g.register(qid, spec, n)
+            except Unsupported as e:
+                return self._reject_op(at, spec.id, str(e))
+            self.groups[key] = g
+            self.ids.append(spec.id)
+            self.specs.append(spec.dump())
+            self.by_id[spec.id] = qid
+            self.where[qid] = key
+            g.qids.add(qid)
+            self.counts["ops_applied"] += 1
+            return None
+        ident = op["id"]
+        qid = self.by_id.get(ident)
+        if qid is None:
+            return self._reject_op(at, ident, f"id: unknown query id {ident!r}")
+        if kind == "terminate":
+            key = self.where.get(qid)
+            if key is not None:  # terminating a matured/terminated query is a no-op
+                self.groups[key].terminate(qid)
+                self._gone(qid)
+            self.counts["ops_applied"] += 1
+            return None
+        # lookup
+        key = self.where.get(qid)
+        if key is None:
+            return self._reject_op(at, ident, f"query {ident!r} is not alive (matured or terminated)")
+        g = self.groups[key]
+        if not hasattr(g, "lookup"):
+            return self._reject_op(at, ident, f"lookup is not defined for {g.family} queries (they push events)")
+        value, keys = g.lookup(qid, n)
+        self.counts["ops_applied"] += 1
+        self._emit("answer", qid, at, value=value, keys=keys)
+        return None
+
+    def _apply_pending(self, upto: int) -> None:
+        k = 0
+        while k < len(self.pending) and self.pending[k][0] <= upto:
+            k += 1
+        todo, self.pending = self.pending[:k], self.pending[k:]
+        for at, _, op in todo:
+            self._apply(op, max(at, self.position))
+
+    # ------------------------------------------------------------------ elements
+    def process(self, batch: pa.Table) -> pa.Table:
+        """Apply a batch of stream rows (and the pending operations that fall inside it);
+        returns the output events produced since the last call."""
+        n = batch.num_rows
+        self.counts["rows_in"] += n
+        cols = _Cols(batch)
+        if "seq" in batch.column_names:
+            seqs, bad = seq_column(batch)
+            prev = np.maximum.accumulate(np.r_[self.position, seqs[:-1]]) if n else seqs
+            dec = (seqs >= 0) & (seqs <= prev)
+            for i in np.flatnonzero(dec).tolist():
+                bad.setdefault(i, f"seq {seqs[i]} is not increasing (after {prev[i]})")
+        else:
+            seqs = self.position + 1 + np.arange(n, dtype=np.int64)
+            bad = {}
+        ok = np.ones(n, bool)
+        if bad:  # rows without a usable seq have no place in the order: rejected at once
+            ok[list(bad)] = False
+            self._reject_rows([(None, bad[i]) for i in sorted(bad)])
+        prebad: dict[int, str] = {}  # rows with a place but unreadable (malformed JSON)
+        if ERROR_COLUMN in batch.column_names:
+            for i, e in enumerate(batch.column(ERROR_COLUMN).to_pylist()):
+                if e is not None and ok[i]:
+                    prebad[i] = e
+        idx = np.flatnonzero(ok)
+        vseq = seqs[idx]
+        if "rel" in batch.column_names and len(idx):
+            rel_ok = np.asarray(batch.column("rel").is_valid().to_numpy(zero_copy_only=False), bool)[idx]
+            if prebad:
+                rel_ok &= ~np.isin(idx, np.fromiter(prebad, np.int64))
+            if rel_ok.any():
+                keep = idx[rel_ok]
+                hist = batch.take(pa.array(keep)).drop_columns(
+                    [c for c in ("seq", ERROR_COLUMN) if c in batch.column_names])
+                self.history.append(hist.append_column("seq", pa.array(seqs[keep], pa.int64())))
+        p = 0
+        while p < len(idx):
+            self._apply_pending(int(vseq[p]) - 1)
+            q = len(idx)
+            if self.pending:
+                q = max(p + 1, int(np.searchsorted(vseq, self.pending[0][0], side="right")))
+            self._segment(cols, idx[p:q], vseq[p:q], prebad)
+            self.position = int(vseq[q - 1])
+            p = q
+        self._apply_pending(self.position)
+        return self.take_outputs()
+
+    def _reject_rows(self, items: list[tuple[int | None, str]]) -> None:
+        self.counts["rows_rejected"] += len(items)
+        for at, reason in items:
+            self._emit("rejected", None, at, reason=reason)
+
+    def _segment(self, cols: _Cols, idx: np.ndarray, seqs: np.ndarray, prebad: dict[int, str]) -> None:
+        seg = _Segment()
+        groups = list(self.groups.values())
+        bad: dict[int, str] = {}  # position in idx -> reason
+        if prebad:
+            for p, r in enumerate(idx.tolist()):
+                if r in prebad:
+                    bad[p] = prebad[r]
+        for g in groups:
+            if not g.qids:
+                continue
+            for mask, refs in g.checks(cols, idx):
+                for col, kind in refs:
+                    reasons = cols.get(col, kind)[1]
+                    if not reasons:
+                        continue
+                    rs = np.fromiter(reasons, np.int64, len(reasons))
+                    pos = np.searchsorted(idx, rs)
+                    hit = pos < len(idx)
+                    hit[hit] = idx[pos[hit]] == rs[hit]
+                    for r, p in zip(rs[hit].tolist(), pos[hit].tolist(), strict=True):
+                        if (mask is None or mask[p]) and p not in bad:
+                            bad[p] = reasons[r]
+        ok = np.ones(len(idx), bool)
+        if bad:
+            ok[list(bad)] = False
+        for g in groups:  # times must not go backwards within a group
+            tcol = g.time_column()
+            if g.qids and tcol:
+                vis = g.visible(cols, idx) & ok
+                t = cols.get(tcol, "time")[0][idx]
+                mono = _monotone(t, vis, g.t_last)
+                for p in np.flatnonzero(~mono).tolist():
+                    bad[p] = f"time column {tcol!r} went backwards ({t[p]} after {g.t_last if p == 0 else 'a later time'})"
+                ok &= mono
+        if bad:
+            self._reject_rows([(int(seqs[p]), bad[p]) for p in sorted(bad)])
+        self.counts["rows_applied"] += int(ok.sum())
+        for g in groups:
+            if g.qids:
+                vis = g.visible(cols, idx) & ok
+            elif g.keeps_history:
+                vis = g._ok_rows(cols, idx) & ok
+            else:
+                continue
+            if vis.any():
+                g.feed(cols, idx[vis], seqs[vis], seg)
+        self._flush_segment(seg)
+
+    def _flush_segment(self, seg: _Segment) -> None:
+        if not seg.parts:
+            return
+        ev = np.concatenate([np.full(len(p[1]), p[0], np.int64) for p in seg.parts])
+        qid = np.concatenate([p[1] for p in seg.parts])
+        at = np.concatenate([p[2] for p in seg.parts])
+        r = np.concatenate([p[3] for p in seg.parts])
+        s = np.concatenate([p[4] for p in seg.parts])
+        order = np.lexsort((s, r, qid, ev, at))
+        ids = np.asarray(self.ids, dtype=object)
+        for code in np.unique(ev):
+            self.out_counts[_EV_NAMES[code]] = self.out_counts.get(_EV_NAMES[code], 0) + int((ev == code).sum())
+        o = order
+        names = np.asarray(_EV_NAMES, dtype=object)[ev[o]]
+        self._out.append(
+            {"__table__": pa.table(
+                {
+                    "event": pa.array(names.tolist(), pa.string()),
+                    "id": pa.array(ids[qid[o]].tolist(), pa.string()),
+                    "at": pa.array(at[o], pa.int64()),
+                    "value": pa.nulls(len(o), pa.float64()),
+                    "keys": pa.nulls(len(o), pa.list_(pa.string())),
+                    "r": pa.array(np.where(r[o] >= 0, r[o], 0), pa.int64(), mask=r[o] < 0),
+                    "s": pa.array(np.where(s[o] >= 0, s[o], 0), pa.int64(), mask=s[o] < 0),
+                    "reason": pa.nulls(len(o), pa.string()),
+                },
+                schema=OUTPUT_SCHEMA,
+            )}
+        )
+
+    def finish(self) -> pa.Table:
+        """End of input: apply every pending operation (after the last element)."""
+        todo, self.pending = self.pending, []
+        for at, _, op in todo:
+            self._apply(op, max(at, self.position))
+        return self.take_outputs()
+
+    def take_outputs(self) -> pa.Table:
+        tables: list[pa.Table] = []
+        rows: list[dict] = []
+        for item in self._out:
+            if "__table__" in item:
+                if rows:
+                    tables.append(pa.Table.from_pylist(rows, schema=OUTPUT_SCHEMA))
+                    rows = []
+                tables.append(item["__table__"])
+            else:
+                rows.append(item)
+        if rows:
+            tables.append(pa.Table.from_pylist(rows, schema=OUTPUT_SCHEMA))
+        self._out = []
+        return pa.concat_tables(tables) if tables else OUTPUT_SCHEMA.empty_table()
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> bytes:
+        """Pickle-free snapshot of everything (take outputs first: pending outputs are not kept)."""
+        if self._out:
+            raise RuntimeError("take_outputs() before snapshot(): outputs would be lost")
+        hist = b""
+        if self.history:
+            sink = pa.BufferOutputStream()
+            t = pa.concat_tables(self.history, promote_options="permissive")
+            with pa.ipc.new_stream(sink, t.schema) as w:
+                w.write_table(t)
+            hist = sink.getvalue().to_pybytes()
+        return pack(
+            {
+                "version": 1,
+                "algos": self.algos,
+                "quantile_epsilon": self.quantile_epsilon,
+                "join_output": self.join_output,
+                "columns": None if self.columns is None else sorted(self.columns),
+                "position": self.position,
+                "ids": self.ids,
+                "specs": self.specs,
+                "where": [[q, k] for q, k in self.where.items()],
+                "groups": [{"key": k, "qids": sorted(g.qids), "state": g.state()} for k, g in self.groups.items()],
+                "pending": [[a, b, json.dumps(op)] for a, b, op in self.pending],
+                "arrival": self.arrival,
+                "counts": self.counts,
+                "out_counts": self.out_counts,
+                "history": np.frombuffer(hist, np.uint8),
+            }
+        )
+
+    @classmethod
+    def restore(cls, data: bytes) -> Engine:
+        s = unpack(data)
+        if s.get("version") != 1:
+            raise ValueError(f"unknown snapshot version {s.get('version')!r}")
+        eng = cls(s["algos"], s["quantile_epsilon"], s["join_output"], None if s["columns"] is None else set(s["columns"]))
+        eng.position = s["position"]
+        eng.ids = list(s["ids"])
+        eng.specs = list(s["specs"])
+        eng.by_id = {ident: q for q, ident in enumerate(eng.ids)}
+        eng.where = {int(q): k for q, k in s["where"]}
+        for gs in s["groups"]:
+            family, params = json.loads(gs["key"])
+            g = _GROUP_BY_FAMILY[family](eng, params)
+            g.load(gs["state"])
+            g.qids = set(gs["qids"])
+            eng.groups[gs["key"]] = g
+        eng.pending = [(a, b, json.loads(op)) for a, b, op in s["pending"]]
+        eng.arrival = s["arrival"]
+        eng.counts = dict(s["counts"])
+        eng.out_counts = dict(s["out_counts"])
+        if len(s["history"]):
+            with pa.ipc.open_stream(pa.py_buffer(s["history"].tobytes())) as r:
+                eng.history = [r.read_all()]
+        return eng

@@ -1,0 +1,274 @@
+"""The event-log contract of DESIGN.md: read a stream (Parquet, CSV, JSONL), read query operations
+(JSONL), write output events (JSONL or Parquet by suffix), and turn stream columns into the numeric
+arrays the operators take, with a reason for every value that cannot be used.
+
+Nothing here raises on bad *data*: a malformed JSON line becomes a row whose ``__error__`` column
+holds the reason, a bad value becomes a row-level reason, and the engine reports both as
+``rejected`` events. Only unreadable *files* (no such file, unknown suffix) raise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+ERROR_COLUMN = "__error__"
+
+OUTPUT_SCHEMA = pa.schema(
+    [
+        ("event", pa.string()),
+        ("id", pa.string()),
+        ("at", pa.int64()),
+        ("value", pa.float64()),
+        ("keys", pa.list_(pa.string())),
+        ("r", pa.int64()),
+        ("s", pa.int64()),
+        ("reason", pa.string()),
+    ]
+)
+
+# ----------------------------------------------------------------------------- reading streams
+
+
+def _rows_to_table(rows: list[dict | None], errors: list[str | None]) -> pa.Table:
+    """Build a table from parsed JSON rows; a column whose values do not share one type keeps
+    strings as they are and other values as JSON text (numbers parse back, strings do not)."""
+    names: dict[str, None] = {}
+    for r in rows:
+        if r:
+            names.update(dict.fromkeys(r))
+    cols: dict[str, pa.Array] = {}
+    for name in names:
+        vals = [None if r is None else r.get(name) for r in rows]
+        try:
+            arr = pa.array(vals)
+            if pa.types.is_struct(arr.type) or pa.types.is_list(arr.type):
+                raise pa.ArrowInvalid("nested")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            arr = pa.array([v if v is None or isinstance(v, str) else json.dumps(v) for v in vals], pa.string())
+        cols[name] = arr
+    cols[ERROR_COLUMN] = pa.array(errors, pa.string())
+    return pa.table(cols)
+
+
+def parse_jsonl_lines(lines: list[str]) -> pa.Table:
+    rows: list[dict | None] = []
+    errors: list[str | None] = []
+    for i, line in enumerate(lines):
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise ValueError(f"a stream row must be a JSON object, got {type(obj).__name__}")
+            rows.append(obj)
+            errors.append(None)
+        except ValueError as e:
+            rows.append(None)
+            errors.append(f"malformed JSON on line {i + 1}: {str(e)[:120]}")
+    return _rows_to_table(rows, errors)
+
+
+def read_stream(path: str | Path) -> pa.Table:
+    """Read a stream file; the returned table may carry an ``__error__`` column (bad rows)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path)
+    if suffix == ".csv":
+        import pyarrow.csv as pcsv
+
+        return pcsv.read_csv(path)
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+        try:
+            import pyarrow.json as pjson
+
+            t = pjson.read_json(path)
+            if t.num_rows == len(lines) and not any(
+                pa.types.is_struct(f.type) or pa.types.is_list(f.type) for f in t.schema
+            ):
+                return t
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+        return parse_jsonl_lines(lines)
+    raise ValueError(f"unknown stream format {suffix!r}: use .parquet, .csv or .jsonl")
+
+
+def read_operations(path: str | Path) -> list[str]:
+    """Query operations, one JSON object per line, returned as raw lines (the engine parses them,
+    so that a malformed line becomes a ``rejected`` event instead of an exception)."""
+    return [ln for ln in Path(path).read_text().splitlines() if ln.strip()]
+
+
+# ----------------------------------------------------------------------------- writing outputs
+
+
+def empty_outputs() -> pa.Table:
+    return OUTPUT_SCHEMA.empty_table()
+
+
+def output_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """Output events as the JSON objects of the contract (irrelevant fields dropped; a substream
+    answer's ``keys`` become its ``value``)."""
+    out = []
+    for row in table.to_pylist():
+        ev = row["event"]
+        d: dict[str, Any] = {"event": ev, "id": row["id"], "at": row["at"]}
+        if ev == "answer":
+            if row["keys"] is not None:
+                d["value"] = row["keys"]
+            else:
+                v = row["value"]
+                d["value"] = None if v is None or (isinstance(v, float) and math.isnan(v)) else _num(v)
+        elif ev == "join":
+            d["r"], d["s"] = row["r"], row["s"]
+        elif ev in ("rejected", "late"):
+            d["reason"] = row["reason"]
+        out.append(d)
+    return out
+
+
+def _num(v: float) -> int | float:
+    return int(v) if float(v).is_integer() and abs(v) < 2**53 else v
+
+
+def write_outputs(table: pa.Table, path: str | Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table.cast(OUTPUT_SCHEMA), path)
+    elif suffix in (".jsonl", ".json", ".ndjson"):
+        with path.open("w") as f:
+            for d in output_rows(table):
+                f.write(json.dumps(d) + "\n")
+    else:
+        raise ValueError(f"unknown output format {suffix!r}: use .jsonl or .parquet")
+
+
+def read_outputs(path: str | Path) -> list[dict[str, Any]]:
+    path = Path(path)
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        return output_rows(pq.read_table(path))
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
+# ----------------------------------------------------------------------------- column extraction
+
+
+def _bad(reasons: dict[int, str], idx: np.ndarray, msg: str) -> None:
+    for i in idx.tolist():
+        reasons.setdefault(i, msg)
+
+
+def numeric_column(table: pa.Table, name: str) -> tuple[np.ndarray, dict[int, str]]:
+    """float64 values of a column and {row: reason} for rows whose value is null, NaN, infinite
+    or not a number. A missing column makes every row bad."""
+    n = table.num_rows
+    reasons: dict[int, str] = {}
+    if name not in table.column_names:
+        return np.full(n, np.nan), {i: f"missing column {name!r}" for i in range(n)}
+    col = table.column(name).combine_chunks() if n else table.column(name)
+    t = col.type
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        vals = pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64, copy=True)
+        nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
+        if nulls.any():
+            _bad(reasons, np.flatnonzero(nulls), f"column {name!r} is null")
+            vals[nulls] = np.nan
+        badf = ~np.isfinite(vals) & ~nulls
+        if badf.any():
+            _bad(reasons, np.flatnonzero(badf), f"column {name!r} is NaN or infinite")
+        return vals, reasons
+    if pa.types.is_boolean(t) or pa.types.is_temporal(t):
+        if pa.types.is_timestamp(t) or pa.types.is_date(t):
+            vals = pc.cast(pc.cast(col, pa.timestamp("us")), pa.int64()).to_numpy(zero_copy_only=False)
+            vals = np.asarray(vals, np.float64) / 1e6
+            nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
+            vals[nulls] = np.nan
+            _bad(reasons, np.flatnonzero(nulls), f"column {name!r} is null")
+            return vals, reasons
+        return np.full(n, np.nan), {i: f"column {name!r} has type {t}, not a number" for i in range(n)}
+    # strings (CSV text or mixed JSON): each value must parse as a JSON number
+    vals = np.full(n, np.nan)
+    for i, v in enumerate(col.to_pylist()):
+        if v is None:
+            reasons[i] = f"column {name!r} is null"
+            continue
+        try:
+            x = json.loads(v) if isinstance(v, str) else v
+        except ValueError:
+            x = v
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            reasons[i] = f"column {name!r} is not a number: {str(v)[:40]!r}"
+        elif not math.isfinite(float(x)):
+            reasons[i] = f"column {name!r} is NaN or infinite"
+        else:
+            vals[i] = float(x)
+    return vals, reasons
+
+
+def weight_column(table: pa.Table, name: str) -> tuple[np.ndarray, dict[int, str]]:
+    """int64 weights; a weight must be a positive integer (< 2**62)."""
+    vals, reasons = numeric_column(table, name)
+    ok = np.isfinite(vals)
+    bad = ok & ((vals < 1) | (vals != np.floor(vals)) | (vals >= 2.0**62))
+    if bad.any():
+        _bad(reasons, np.flatnonzero(bad), f"weight column {name!r} is not a positive integer")
+    w = np.where(ok & ~bad, vals, 1).astype(np.int64)
+    return w, reasons
+
+
+def key_column(table: pa.Table, name: str) -> tuple[np.ndarray, dict[int, str]]:
+    """Keys as an object array of str (numbers as their text); null or missing -> bad row."""
+    n = table.num_rows
+    if name not in table.column_names:
+        return np.full(n, None, object), {i: f"missing column {name!r}" for i in range(n)}
+    col = table.column(name)
+    if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
+        col = pc.cast(col, pa.string())
+    arr = np.array(col.to_pylist(), dtype=object)
+    reasons = {int(i): f"key column {name!r} is null" for i in np.flatnonzero(pd_isnull(arr))}
+    return arr, reasons
+
+
+def pd_isnull(arr: np.ndarray) -> np.ndarray:
+    return np.fromiter((x is None for x in arr), bool, len(arr))
+
+
+def key_equals(table: pa.Table, name: str, value: Any) -> np.ndarray:
+    """Rows whose key column equals a spec's scalar (compared as text; null never matches)."""
+    n = table.num_rows
+    if name not in table.column_names:
+        return np.zeros(n, bool)
+    col = table.column(name)
+    if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
+        try:
+            col = pc.cast(col, pa.string())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return np.zeros(n, bool)
+    text = value if isinstance(value, str) else json.dumps(value)
+    eq = pc.equal(col, pa.scalar(text))
+    return np.asarray(pc.fill_null(eq, False).to_numpy(zero_copy_only=False), bool)
+
+
+def seq_column(table: pa.Table) -> tuple[np.ndarray, dict[int, str]]:
+    """The optional ``seq`` column as int64 (-1 where unusable) with reasons."""
+    vals, reasons = numeric_column(table, "seq")
+    ok = np.isfinite(vals)
+    bad = ok & ((vals < 1) | (vals != np.floor(vals)))
+    if bad.any():
+        _bad(reasons, np.flatnonzero(bad), "seq is not a positive integer")
+    seq = np.where(ok & ~bad, vals, -1).astype(np.int64)
+    return seq, reasons
