@@ -586,7 +586,8 @@ class Engine:
                         g.bootstrap(self.history)
                 g.register(qid, spec, n)
             except Unsupported as e:
-                return self._reject_op(at, spec.id, str(e))
+                name = self.algos.get(gcls.family) or registry.DEFAULTS[gcls.family]
+                return self._reject_op(at, spec.id, f"unsupported by {gcls.family}={name}: {e}")
             self.groups[key] = g
             self.ids.append(spec.id)
             self.specs.append(spec.dump())
