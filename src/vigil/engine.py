@@ -654,15 +654,6 @@ class Engine:
                     prebad[i] = e
         idx = np.flatnonzero(ok)
         vseq = seqs[idx]
-        if "rel" in batch.column_names and len(idx):
-            rel_ok = np.asarray(batch.column("rel").is_valid().to_numpy(zero_copy_only=False), bool)[idx]
-            if prebad:
-                rel_ok &= ~np.isin(idx, np.fromiter(prebad, np.int64))
-            if rel_ok.any():
-                keep = idx[rel_ok]
-                hist = batch.take(pa.array(keep)).drop_columns(
-                    [c for c in ("seq", ERROR_COLUMN) if c in batch.column_names])
-                self.history.append(hist.append_column("seq", pa.array(seqs[keep], pa.int64())))
         p = 0
         while p < len(idx):
             self._apply_pending(int(vseq[p]) - 1)
@@ -718,6 +709,7 @@ class Engine:
         if bad:
             self._reject_rows([(int(seqs[p]), bad[p]) for p in sorted(bad)])
         self.counts["rows_applied"] += int(ok.sum())
+        self._keep_history(cols.table, idx[ok], seqs[ok])
         for g in groups:
             if g.qids:
                 vis = g.visible(cols, idx) & ok
@@ -728,6 +720,16 @@ class Engine:
             if vis.any():
                 g.feed(cols, idx[vis], seqs[vis], seg)
         self._flush_segment(seg)
+
+    def _keep_history(self, batch: pa.Table, rows: np.ndarray, seqs: np.ndarray) -> None:
+        """Rows of relations are the join state: keep them for join groups created later."""
+        if "rel" not in batch.column_names or not len(rows):
+            return
+        rel_ok = np.asarray(batch.column("rel").is_valid().to_numpy(zero_copy_only=False), bool)[rows]
+        if rel_ok.any():
+            keep = rows[rel_ok]
+            hist = batch.take(pa.array(keep)).drop_columns([c for c in ("seq", ERROR_COLUMN) if c in batch.column_names])
+            self.history.append(hist.append_column("seq", pa.array(seqs[rel_ok], pa.int64())))
 
     def _flush_segment(self, seg: _Segment) -> None:
         if not seg.parts:
