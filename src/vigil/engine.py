@@ -162,15 +162,34 @@ class _ThresholdGroup(_Group):
         return [(mask, refs)]
 
     def register(self, qid: int, spec: ThresholdSpec, start: int) -> None:
+        # registrations are buffered and handed to the operator as one batch (a million
+        # registrations at one position become one register() call)
         lo, hi = spec.bounds()
-        self.op.register(
-            np.array([qid], np.int64), np.array([lo], float), np.array([hi], float), np.array([spec.threshold], np.int64)
-        )
+        self._reg = getattr(self, "_reg", [])
+        self._reg.append((qid, lo, hi, spec.threshold))
+
+    def _flush(self) -> None:
+        reg = getattr(self, "_reg", None)
+        if reg:
+            self._reg = []
+            d = len(self.params["cols"])
+            self.op.register(
+                np.array([r[0] for r in reg], np.int64),
+                np.array([r[1] for r in reg], float).reshape(-1, d),
+                np.array([r[2] for r in reg], float).reshape(-1, d),
+                np.array([r[3] for r in reg], np.int64),
+            )
 
     def terminate(self, qid: int) -> None:
+        self._flush()
         self.op.terminate(np.array([qid], np.int64))
 
+    def state(self):
+        self._flush()
+        return super().state()
+
     def feed(self, cols: _Cols, rows: np.ndarray, seqs: np.ndarray, seg: _Segment) -> None:
+        self._flush()
         pts = np.empty((len(rows), len(self.params["cols"])), np.float64)
         for j, c in enumerate(self.params["cols"]):
             pts[:, j] = cols.get(c, "num")[0][rows]
