@@ -1,0 +1,127 @@
+"""Quantile oracle: exact, obviously right, slow. The reference every QuantileOperator is compared
+with (paper 004's continuous (phi, eps) quantile queries, §2.2, whole stream and sliding window).
+
+Every pushed element is stored (O(n) space); a lookup masks the window and sorts it:
+O(n + W log W) per lookup. The answer is the *exact* phi-quantile, the element of 1-based rank
+``max(1, ceil(phi*N))`` in ascending order (phi read as the decimal it is written as, see
+:func:`vigil.windows.oracle.quantile_rank`), which satisfies every (phi, eps) query.
+
+Window after element n: every pushed element with seq <= n (rows None), or those with seq in
+[n-rows+1, n]. NaN values are SQL NULLs: they are not elements of the window (N counts non-null
+values). Empty window -> NaN.
+
+:func:`rank_error_ok` checks an approximate answer against the family contract.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..windows.oracle import GrowableArray, _check_seqs, decimal_value, quantile_rank
+from . import QuantileOperator
+
+
+class QuantileOracle(QuantileOperator):
+    """Exact quantiles by sorting the window at each lookup."""
+
+    name = "oracle"
+
+    def __init__(self, eps: float, rows: int | None) -> None:
+        if rows is not None and int(rows) < 1:
+            raise ValueError(f"rows must be >= 1, got {rows}")
+        super().__init__(eps, None if rows is None else int(rows))
+        self._values = GrowableArray(np.float64)
+        self._seqs = GrowableArray(np.int64)
+        self._q: dict[int, tuple[float, float]] = {}  # qid -> (phi, eps_q)
+
+    def register(self, qid: int, phi: float, eps: float) -> None:
+        qid = int(qid)
+        if qid in self._q:
+            raise ValueError(f"qid {qid} is already registered")
+        if not (0 < phi <= 1):
+            raise ValueError(f"phi must lie in (0, 1], got {phi}")
+        self._q[qid] = (float(phi), float(eps))
+
+    def terminate(self, qid: int) -> None:
+        self._q.pop(int(qid), None)
+
+    def alive(self) -> int:
+        return len(self._q)
+
+    def push(self, values: np.ndarray, seqs: np.ndarray) -> None:
+        seqs = np.asarray(seqs, dtype=np.int64)
+        if len(values) != len(seqs):
+            raise ValueError("values and seqs differ in length")
+        _check_seqs(seqs, int(self._seqs.view[-1]) if len(self._seqs) else None)
+        self._values.extend(values)
+        self._seqs.extend(seqs)
+
+    def window_values(self, n: int) -> np.ndarray:
+        """The non-null values of the window after element n, in arrival order."""
+        seqs = self._seqs.view
+        mask = seqs <= n
+        if self.rows is not None:
+            mask &= seqs >= n - self.rows + 1
+        v = self._values.view[mask]
+        return v[~np.isnan(v)]
+
+    def lookup(self, qids: np.ndarray, n: int) -> np.ndarray:
+        qids = np.asarray(qids, dtype=np.int64)
+        for qid in qids:
+            if int(qid) not in self._q:
+                raise KeyError(f"qid {int(qid)} is not registered")
+        srt = np.sort(self.window_values(n))
+        if len(srt) == 0:
+            return np.full(len(qids), math.nan)
+        return np.array([srt[quantile_rank(self._q[int(q)][0], len(srt)) - 1] for q in qids], dtype=np.float64)
+
+    def state(self) -> dict[str, Any]:
+        ids = sorted(self._q)
+        return {
+            "eps": self.eps,
+            "rows": self.rows,
+            "values": self._values.view.copy(),
+            "seqs": self._seqs.view.copy(),
+            "qids": np.array(ids, dtype=np.int64),
+            "phi": np.array([self._q[i][0] for i in ids], dtype=np.float64),
+            "eps_q": np.array([self._q[i][1] for i in ids], dtype=np.float64),
+        }
+
+    @classmethod
+    def from_state(cls, s: dict[str, Any]) -> QuantileOracle:
+        op = cls(float(s["eps"]), s["rows"])
+        op._values.extend(s["values"])
+        op._seqs.extend(s["seqs"])
+        for qid, phi, e in zip(s["qids"], s["phi"], s["eps_q"], strict=True):
+            op._q[int(qid)] = (float(phi), float(e))
+        return op
+
+
+def rank_error_ok(window_values: np.ndarray, answer: float, phi: float, eps: float) -> bool:
+    """Does ``answer`` satisfy a (phi, eps) quantile query over ``window_values``?
+
+    The family contract (``vigil.quantiles`` docstring): with N the number of non-null (non-NaN)
+    window values, an empty window needs answer NaN; otherwise the answer must be one of the
+    values, and *some* rank it occupies among ties, r in [#(< answer) + 1, #(<= answer)], must lie
+    within eps*N + 1 of the target rank r* = max(1, ceil(phi*N)). ``eps`` is the effective
+    precision max(eps_q, summary eps), chosen by the caller. eps*N and phi*N are computed exactly
+    with eps and phi read as decimals (so 0.01 * 300 is exactly 3).
+    """
+    v = np.asarray(window_values, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    n = len(v)
+    answer = float(answer)
+    if n == 0:
+        return math.isnan(answer)
+    if math.isnan(answer):
+        return False
+    lo_rank = int(np.count_nonzero(v < answer)) + 1
+    hi_rank = int(np.count_nonzero(v <= answer))
+    if hi_rank < lo_rank:  # not one of the values
+        return False
+    target = quantile_rank(phi, n)
+    dist = max(0, lo_rank - target, target - hi_rank)
+    return dist <= decimal_value(eps) * n + 1
