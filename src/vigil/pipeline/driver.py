@@ -1,0 +1,364 @@
+"""``vigil run`` in driver mode (the embedded default) and the run loop shared with sharded mode.
+
+Per micro-batch K (``foreachBatch``)::
+
+    df.toArrow()                      rows + operation lines of batch K (one Spark job)
+    -> split_batch                    deterministic order: files by name, rows by position
+    -> engine state after K-1         kept in memory; after a restart, restored from snapshot K-1
+    -> add_operations(ops); process(rows)
+    -> out/events|rejected/batch=K    replaced as a whole (a replayed batch is idempotent)
+    -> checkpoint/vigil/snapshot-K    written atomically, AFTER the outputs
+    -> out/_metrics/batch=K.json, one console line
+
+Spark writes ``commits/K`` only after ``foreachBatch`` returns. A crash before that makes Spark
+run batch K again with the same files (its offset log fixed them before the batch started):
+
+* no snapshot K yet: restore K-1, process again, overwrite the outputs of K -> same bytes;
+* snapshot K exists (crash between snapshot and commit): outputs of K are complete, so the
+  batch is skipped and the engine continues from snapshot K.
+
+So a job killed at any moment and restarted writes exactly the events of an uninterrupted run.
+With ``--trigger available-now`` the run ends with ``Engine.finish()`` (operations whose ``at``
+lies beyond the last element), written as batch ``last+1`` and marked ``final`` in its metrics:
+if more input arrives later, the next real batch has that id and replaces it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from . import sinks, sources
+from .sinks import atomic_write_bytes
+
+SNAP_RE = re.compile(r"^snapshot-(\d+)\.bin$")
+
+
+@dataclass
+class RunConfig:
+    stream: str
+    queries: str
+    out: str
+    checkpoint: str
+    fmt: str = "parquet"
+    schema: str | None = None
+    trigger: str = "available-now"
+    max_files_per_batch: int | None = None
+    max_op_files_per_batch: int | None = None
+    mode: str = "driver"
+    shards: int = 2
+    master: str | None = None
+    algos: dict[str, str] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)
+    quantile_epsilon: float = 0.005
+    join_output: str = "pairs"
+    finish: bool | None = None  # default: True with available-now
+    timeout: float | None = None  # stop a processing-time run after this many seconds
+    quiet: bool = False
+    keep_snapshots: int = 2
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Settings a checkpoint is bound to (changing them mid-run would change the results)."""
+        return {
+            "mode": self.mode,
+            "shards": self.shards if self.mode == "sharded" else None,
+            "algos": dict(sorted(self.algos.items())),
+            "quantile_epsilon": self.quantile_epsilon,
+            "join_output": self.join_output,
+            "fmt": self.fmt,
+        }
+
+
+class CheckpointError(RuntimeError):
+    pass
+
+
+class SnapshotStore:
+    """Engine snapshots beside Spark's checkpoint: ``checkpoint/vigil/snapshot-K.bin``."""
+
+    def __init__(self, checkpoint: str | Path, keep: int = 2) -> None:
+        self.dir = Path(checkpoint) / "vigil"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.keep = max(2, keep)
+
+    def path(self, k: int) -> Path:
+        return self.dir / f"snapshot-{k:012d}.bin"
+
+    def ids(self) -> list[int]:
+        return sorted(int(m.group(1)) for p in self.dir.iterdir() if (m := SNAP_RE.match(p.name)))
+
+    def latest(self) -> int | None:
+        ids = self.ids()
+        return ids[-1] if ids else None
+
+    def load(self, k: int) -> bytes | None:
+        p = self.path(k)
+        return p.read_bytes() if p.exists() else None
+
+    def save(self, k: int, data: bytes) -> None:
+        atomic_write_bytes(self.path(k), data)
+        for old in self.ids()[: -self.keep]:
+            self.path(old).unlink(missing_ok=True)
+
+    def check_config(self, cfg: RunConfig) -> None:
+        p = self.dir / "config.json"
+        fp = cfg.fingerprint()
+        if p.exists():
+            old = json.loads(p.read_text())
+            diff = {k: (old.get(k), v) for k, v in fp.items() if old.get(k) != v}
+            if diff:
+                raise CheckpointError(
+                    f"checkpoint {self.dir.parent} was written with other settings {diff}; "
+                    "use a new --checkpoint (and --out) to change them"
+                )
+        else:
+            atomic_write_bytes(p, json.dumps(fp).encode())
+
+
+def counts_of(eng) -> dict[str, int]:
+    c = {k: int(v) for k, v in eng.counts.items()}
+    c["outputs"] = int(sum(v for k, v in eng.out_counts.items() if k != "rejected"))
+    return c
+
+
+def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in after}
+
+
+class Reporter:
+    """One rich console line per batch."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True, highlight=False)
+        self.quiet = quiet
+
+    def batch(self, m: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        alive = sum(m.get("alive", {}).values())
+        tag = "[bold magenta]final[/]" if m.get("final") else f"batch [bold]{m['batch']}[/]"
+        skipped = " [dim](replayed: outputs already complete)[/]" if m.get("skipped") else ""
+        self.console.print(
+            f"{tag}  rows [cyan]{m['rows_in']:,}[/] (rej {m['rows_rejected']:,})  "
+            f"ops [cyan]{m['ops_in']:,}[/] (rej {m['ops_rejected']:,}, late {m.get('late', 0):,})  "
+            f"alive [green]{alive:,}[/]  out [yellow]{m['outputs']:,}[/]  "
+            f"{m['latency_s']:.2f} s  [bold]{m['elements_per_s']:,.0f}[/] el/s  "
+            f"snap {m.get('snapshot_bytes', 0) / 1e6:.1f} MB{skipped}",
+            soft_wrap=True,
+        )
+
+
+class DriverProcessor:
+    """The ``foreachBatch`` function of driver mode."""
+
+    def __init__(self, cfg: RunConfig, columns: set[str] | None, reporter: Reporter | None = None) -> None:
+        self.cfg = cfg
+        self.columns = columns
+        self.store = SnapshotStore(cfg.checkpoint, cfg.keep_snapshots)
+        self.reporter = reporter or Reporter(cfg.quiet)
+        self.engine = None
+        self.batch = None  # id of the last batch the in-memory engine has absorbed
+        self.metrics: list[dict[str, Any]] = []
+
+    # ---------------------------------------------------------------- engine lifecycle
+    def new_engine(self):
+        from vigil.engine import Engine
+
+        return Engine(
+            algos=self.cfg.algos,
+            quantile_epsilon=self.cfg.quantile_epsilon,
+            join_output=self.cfg.join_output,
+            columns=self.columns,
+        )
+
+    def restore(self, k: int | None):
+        from vigil.engine import Engine
+
+        if k is None or k < 0:
+            return self.new_engine()
+        data = self.store.load(k)
+        if data is None:
+            raise CheckpointError(f"no engine snapshot for batch {k} in {self.store.dir}: the checkpoint is incomplete")
+        return Engine.restore(data)
+
+    def engine_before(self, batch_id: int):
+        if self.engine is not None and self.batch == batch_id - 1:
+            return self.engine
+        self.engine = self.restore(batch_id - 1)
+        self.batch = batch_id - 1
+        return self.engine
+
+    # ---------------------------------------------------------------- one batch
+    def collect(self, df) -> pa.Table:
+        return sources.with_row_index(df).toArrow()
+
+    def __call__(self, df, batch_id: int) -> None:
+        t0 = time.perf_counter()
+        if self.store.load(batch_id) is not None:  # replay of a batch whose outputs are complete
+            self.engine = self.restore(batch_id)
+            self.batch = batch_id
+            self._report(batch_id, {}, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0, skipped=True)
+            return
+        tbl = self.collect(df)
+        t_collect = time.perf_counter() - t0
+        ops, rows, files = sources.split_batch(tbl, self.cfg.fmt)
+        eng = self.engine_before(batch_id)
+        before = counts_of(eng)
+        t1 = time.perf_counter()
+        if ops:
+            eng.add_operations(ops)
+        out = eng.process(rows)
+        t_engine = time.perf_counter() - t1
+        n_ev, n_rej = sinks.write_batch(self.cfg.out, batch_id, out)
+        t2 = time.perf_counter()
+        snap = eng.snapshot()
+        self.store.save(batch_id, snap)
+        t_snap = time.perf_counter() - t2
+        self.batch = batch_id
+        self._report(
+            batch_id, counts_of(eng), before, len(files), len(snap), time.perf_counter() - t0,
+            t_collect, t_engine, t_snap, alive=eng.alive(),
+        )
+
+    def _report(self, batch_id, after, before, n_files, snap_bytes, latency, t_collect, t_engine, t_snap,
+                alive=None, skipped=False, final=False, position=None) -> dict[str, Any]:
+        d = delta(after, before) if after else {}
+        m = {
+            "batch": batch_id,
+            "final": final,
+            "skipped": skipped,
+            "files": n_files,
+            "rows_in": d.get("rows_in", 0),
+            "rows_applied": d.get("rows_applied", 0),
+            "rows_rejected": d.get("rows_rejected", 0),
+            "ops_in": d.get("ops_in", 0),
+            "ops_applied": d.get("ops_applied", 0),
+            "ops_rejected": d.get("ops_rejected", 0),
+            "late": d.get("late", 0),
+            "outputs": d.get("outputs", 0),
+            "alive": alive or {},
+            "position": position if position is not None else (self.engine.position if self.engine is not None else 0),
+            "latency_s": latency,
+            "collect_s": t_collect,
+            "engine_s": t_engine,
+            "snapshot_s": t_snap,
+            "snapshot_bytes": snap_bytes,
+            "elements_per_s": d.get("rows_in", 0) / latency if latency > 0 else 0.0,
+            "time": time.time(),
+        }
+        if not skipped:
+            sinks.write_metrics(self.cfg.out, batch_id, m)
+        self.metrics.append(m)
+        self.reporter.batch(m)
+        return m
+
+    # ---------------------------------------------------------------- end of input
+    def finish(self) -> dict[str, Any]:
+        """Apply the operations still pending after the last element (as ``vigil replay`` does)."""
+        t0 = time.perf_counter()
+        last = self.store.latest()
+        eng = self.restore(last)
+        before = counts_of(eng)
+        out = eng.finish()
+        k = (last if last is not None else -1) + 1
+        sinks.write_batch(self.cfg.out, k, out)
+        return self._report(k, counts_of(eng), before, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0.0,
+                            alive=eng.alive(), final=True, position=eng.position)
+
+
+# ----------------------------------------------------------------------------- the run loop
+
+
+def _trigger(writer, trigger: str):
+    t = trigger.strip().lower()
+    if t in ("available-now", "availablenow", "available_now"):
+        return writer.trigger(availableNow=True)
+    if t == "once":
+        return writer.trigger(once=True)
+    if re.match(r"^\d+(\.\d+)?\s*(ms|milliseconds?|s|seconds?|minutes?)$", t):
+        return writer.trigger(processingTime=t)
+    raise ValueError(f"--trigger takes 'available-now' or an interval like '10 seconds', got {trigger!r}")
+
+
+def stream_columns(schema) -> set[str] | None:
+    if schema is None:
+        return None
+    return {f.name for f in schema.fields if f.name not in sources.HELPER_COLUMNS}
+
+
+def run(cfg: RunConfig, spark=None) -> dict[str, Any]:
+    """Run the streaming job until the input is exhausted (available-now), ``cfg.timeout`` passes,
+    or it is interrupted. Returns a summary (totals over the batches of this invocation)."""
+    from .session import get_session
+
+    if cfg.mode not in ("driver", "sharded"):
+        raise ValueError(f"--mode takes driver or sharded, got {cfg.mode!r}")
+    if cfg.fmt not in sources.FORMATS:
+        raise sources.SourceError(f"unknown --format {cfg.fmt!r}; expected one of {list(sources.FORMATS)}")
+    out, ckpt = Path(cfg.out), Path(cfg.checkpoint)
+    out.mkdir(parents=True, exist_ok=True)
+    Path(cfg.queries).mkdir(parents=True, exist_ok=True)
+    store = SnapshotStore(ckpt, cfg.keep_snapshots)
+    store.check_config(cfg)
+    sinks.clean_partial(out)
+    spark = spark or get_session(cfg.master, shards=cfg.shards if cfg.mode == "sharded" else 0)
+    schema = None
+    if cfg.fmt != "kafka":
+        schema = (
+            sources.parse_schema(cfg.schema, cfg.fmt)
+            if cfg.schema
+            else sources.infer_schema(spark, cfg.stream, cfg.fmt, cfg.options)
+        )
+    rows_df = sources.stream_rows(spark, cfg.stream, cfg.fmt, schema, cfg.max_files_per_batch, cfg.options)
+    ops_df = sources.operations(spark, cfg.queries, cfg.max_op_files_per_batch)
+    df = sources.combined(rows_df, ops_df)
+    columns = stream_columns(schema)
+    if cfg.mode == "sharded":
+        from .sharded import ShardedProcessor
+
+        proc = ShardedProcessor(cfg, columns, spark)
+    else:
+        proc = DriverProcessor(cfg, columns)
+    t0 = time.perf_counter()
+    writer = df.writeStream.foreachBatch(proc).option("checkpointLocation", str(ckpt / "spark"))
+    writer = _trigger(writer, cfg.trigger)
+    query = writer.queryName(f"vigil-{cfg.mode}").start()
+    try:
+        if cfg.timeout:
+            query.awaitTermination(cfg.timeout)
+        else:
+            query.awaitTermination()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if query.isActive:
+            query.stop()
+    exc = query.exception()
+    if exc is not None:
+        raise RuntimeError(f"the streaming query failed: {exc}")
+    finish = cfg.finish if cfg.finish is not None else cfg.trigger.strip().lower().startswith("available")
+    final = proc.finish() if finish else None
+    elapsed = time.perf_counter() - t0
+    ms = [m for m in proc.metrics if not m.get("skipped")]
+    rows = sum(m["rows_in"] for m in ms)
+    summary = {
+        "batches": len([m for m in ms if not m.get("final")]),
+        "rows_in": rows,
+        "rows_rejected": sum(m["rows_rejected"] for m in ms),
+        "ops_in": sum(m["ops_in"] for m in ms),
+        "ops_rejected": sum(m["ops_rejected"] for m in ms),
+        "outputs": sum(m["outputs"] for m in ms),
+        "seconds": elapsed,
+        "elements_per_s": rows / elapsed if elapsed > 0 else 0.0,
+        "final": final,
+        "config": asdict(cfg),
+    }
+    return summary

@@ -1,0 +1,247 @@
+"""Structured Streaming sources for vigil: stream rows and query operations in ONE micro-batch unit.
+
+Both inputs are streaming file sources (``spark.readStream``) unioned into one DataFrame with a
+``_kind`` column (0 = stream row, 1 = operation line). Spark's offset log then fixes, for every
+batch id, exactly which files of *both* directories belong to it, so a batch replayed after a
+crash sees the same rows and the same operations.
+
+Order inside a batch is made deterministic on the driver (:func:`split_batch`):
+
+* files are ordered by path (Spark picks the files of a batch by modification time, then we
+  order them by name) and rows inside a file by their position in the file. The session reads
+  each file whole in one task (see :mod:`.session`), so ``monotonically_increasing_id()`` inside
+  a partition is the row's position in its file.
+* operation lines are handed to the engine *before* the batch's rows, in (file, line) order; the
+  engine interleaves them at their exact ``at``.
+
+Malformed JSON/CSV rows (Spark's ``_corrupt_record``) become rows whose ``__error__`` column holds
+a reason, which the engine reports as ``rejected`` events (the row still takes its place, and
+its seq, in the order, as in ``vigil replay``).
+
+Kafka (``--format kafka``) is a configuration path: options are passed through to Spark's Kafka
+source; values are JSON objects, ordered by (topic, partition, offset).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from vigil.events import ERROR_COLUMN, parse_jsonl_lines
+
+KIND_ROW, KIND_OP = 0, 1
+CORRUPT = "_corrupt_record"
+HELPER_COLUMNS = ("_kind", "_file", "_row", "_pos", "_op", "_line", CORRUPT)
+FORMATS = ("parquet", "json", "csv", "kafka")
+
+KAFKA_HINT = (
+    "The Kafka source is not on Spark's classpath: add the connector matching this PySpark, e.g. "
+    "`spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:{version} ...` "
+    "(or set spark.jars.packages / spark.jars) and run again."
+)
+
+
+class SourceError(RuntimeError):
+    """A source that cannot be set up; ``str(err)`` says what to do."""
+
+
+def kafka_hint() -> str:
+    import pyspark
+
+    return KAFKA_HINT.format(version=pyspark.__version__)
+
+
+def _files(path: Path, fmt: str) -> list[Path]:
+    suffixes = {"parquet": (".parquet",), "json": (".json", ".jsonl", ".ndjson"), "csv": (".csv",)}[fmt]
+    return sorted(
+        p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith((".", "_"))
+    )
+
+
+def infer_schema(spark, path: str | Path, fmt: str, options: dict[str, str] | None = None, sample_files: int = 8):
+    """Schema of the stream from (at most ``sample_files``) files already present in ``path``.
+    JSON and CSV schemas get a ``_corrupt_record`` column so that malformed rows are kept."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    path = Path(path)
+    files = _files(path, fmt) if path.is_dir() else []
+    if not files:
+        raise SourceError(
+            f"no {fmt} files in {path} to infer the stream's schema from: add one, or pass "
+            f"--schema 'price DOUBLE, shares BIGINT, symbol STRING, ...'"
+        )
+    names = [str(p) for p in files[:sample_files]]
+    opts = dict(options or {})
+    if fmt == "parquet":
+        schema = spark.read.options(**opts).option("mergeSchema", "true").parquet(*names).schema
+    elif fmt == "json":
+        schema = spark.read.options(**opts).json(names).schema
+    else:
+        schema = spark.read.options(**{"header": "true", "inferSchema": "true", **opts}).csv(names).schema
+    if fmt in ("json", "csv") and CORRUPT not in schema.fieldNames():
+        schema = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
+    return schema
+
+
+def parse_schema(ddl: str, fmt: str):
+    from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
+
+    schema = _parse_datatype_string(ddl)
+    if not isinstance(schema, StructType):
+        raise SourceError(f"--schema must be a list of columns, got {ddl!r}")
+    if fmt in ("json", "csv") and CORRUPT not in schema.fieldNames():
+        schema = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
+    return schema
+
+
+def stream_rows(
+    spark,
+    path: str | Path | None,
+    fmt: str,
+    schema=None,
+    max_files: int | None = None,
+    options: dict[str, str] | None = None,
+):
+    """Streaming DataFrame of stream rows with ``_kind``, ``_file`` (and ``_pos`` for Kafka)."""
+    from pyspark.sql import functions as F
+
+    opts = dict(options or {})
+    if fmt == "kafka":
+        try:
+            df = spark.readStream.format("kafka").options(**opts).load()
+        except Exception as e:  # noqa: BLE001 - Spark raises several classes for a missing source
+            if "kafka" in str(e).lower() and ("find data source" in str(e).lower() or "not found" in str(e).lower()):
+                raise SourceError(kafka_hint()) from None
+            raise
+        return df.select(
+            F.lit(KIND_ROW).alias("_kind"),
+            F.format_string("kafka:%s:%08d", F.col("topic"), F.col("partition")).alias("_file"),
+            F.col("offset").alias("_pos"),
+            F.col("value").cast("string").alias("_line"),
+        )
+    if fmt not in ("parquet", "json", "csv"):
+        raise SourceError(f"unknown stream format {fmt!r}; expected one of {list(FORMATS)}")
+    if schema is None:
+        schema = infer_schema(spark, path, fmt, opts)
+    reader = spark.readStream.schema(schema)
+    if max_files:
+        reader = reader.option("maxFilesPerTrigger", int(max_files))
+    if fmt == "csv":
+        opts = {"header": "true", **opts}
+    if fmt in ("json", "csv"):
+        opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT, **opts}
+    df = reader.options(**opts).format(fmt).load(str(path))
+    return df.withColumn("_kind", F.lit(KIND_ROW)).withColumn("_file", F.input_file_name())
+
+
+def operations(spark, path: str | Path, max_files: int | None = None):
+    """Streaming DataFrame of raw operation lines (JSONL) with ``_kind`` and ``_file``."""
+    from pyspark.sql import functions as F
+
+    reader = spark.readStream
+    if max_files:
+        reader = reader.option("maxFilesPerTrigger", int(max_files))
+    df = reader.text(str(path))
+    return df.select(
+        F.col("value").alias("_op"), F.lit(KIND_OP).alias("_kind"), F.input_file_name().alias("_file")
+    )
+
+
+def combined(rows_df, ops_df):
+    """One streaming DataFrame carrying both inputs (columns missing on a side are null)."""
+    return rows_df.unionByName(ops_df, allowMissingColumns=True)
+
+
+def with_row_index(df):
+    """Inside ``foreachBatch``: add ``_row``, the row's position inside its partition (= its file)."""
+    from pyspark.sql import functions as F
+
+    return df.withColumn("_row", F.monotonically_increasing_id())
+
+
+# ----------------------------------------------------------------------------- driver side
+
+
+def _order(tbl: pa.Table) -> np.ndarray:
+    """Indices that put rows in (file, position) order. Rows of one file arrive as one run in
+    position order, so ordering the runs is enough; anything else falls back to a full sort."""
+    n = tbl.num_rows
+    if n == 0:
+        return np.zeros(0, np.int64)
+    keys = []
+    if "_pos" in tbl.column_names and tbl.column("_pos").null_count < n:
+        keys.append("_pos")
+    files = pc.dictionary_encode(tbl.column("_file").combine_chunks())
+    codes = files.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    names = files.dictionary.to_pylist()
+    row = tbl.column("_row").to_numpy() if "_row" in tbl.column_names else np.arange(n)
+    pos = tbl.column("_pos").to_numpy(zero_copy_only=False) if keys else None
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    ends = np.r_[starts[1:], n]
+    run_codes = codes[starts]
+    within = pos if pos is not None else row
+    monotone = bool(np.all(np.diff(within)[np.r_[codes[1:] == codes[:-1]]] > 0)) if n > 1 else True
+    if len(set(run_codes.tolist())) != len(run_codes) or not monotone:
+        rank = np.argsort(np.array(names, dtype=object))
+        file_rank = np.empty_like(rank)
+        file_rank[rank] = np.arange(len(rank))
+        return np.lexsort((within, file_rank[codes]))
+    order_runs = sorted(range(len(starts)), key=lambda i: names[run_codes[i]])
+    return np.concatenate([np.arange(starts[i], ends[i]) for i in order_runs])
+
+
+def split_batch(tbl: pa.Table, fmt: str = "parquet") -> tuple[list[str], pa.Table, list[str]]:
+    """Split a collected micro-batch into (operation lines, stream rows, files) in arrival order.
+
+    Stream rows keep only user columns (plus ``__error__`` for malformed rows)."""
+    if tbl.num_rows == 0:
+        return [], _user_columns(tbl.slice(0, 0), fmt), []
+    kind = tbl.column("_kind").to_numpy(zero_copy_only=False)
+    ops_t = tbl.filter(pa.array(kind == KIND_OP))
+    rows_t = tbl.filter(pa.array(kind == KIND_ROW))
+    ops_t = ops_t.take(pa.array(_order(ops_t)))
+    rows_t = rows_t.take(pa.array(_order(rows_t)))
+    ops = [x for x in ops_t.column("_op").to_pylist() if x is not None and x.strip()]
+    files = sorted(set(ops_t.column("_file").to_pylist()) | set(rows_t.column("_file").to_pylist()))
+    if "_line" in rows_t.column_names:  # Kafka: values are JSON objects
+        lines = ["" if x is None else x for x in rows_t.column("_line").to_pylist()]
+        return ops, parse_jsonl_lines(lines), files
+    return ops, _user_columns(rows_t, fmt), files
+
+
+def _user_columns(tbl: pa.Table, fmt: str = "parquet") -> pa.Table:
+    keep = [c for c in tbl.column_names if c not in HELPER_COLUMNS]
+    out = tbl.select(keep)
+    if CORRUPT in tbl.column_names:
+        bad = tbl.column(CORRUPT)
+        if bad.null_count < len(bad):
+            reasons = [None if x is None else _corrupt_reason(x, fmt) for x in bad.to_pylist()]
+            out = out.append_column(ERROR_COLUMN, pa.array(reasons, pa.string()))
+    return out
+
+
+def _corrupt_reason(raw: str, fmt: str) -> str:
+    if fmt == "csv":
+        return f"malformed CSV row (wrong number of fields or a value of the wrong type): {raw[:80]!r}"
+    try:
+        obj = json.loads(raw)
+    except ValueError as e:
+        return f"malformed JSON: {str(e)[:80]}: {raw[:60]!r}"
+    if isinstance(obj, dict):
+        return f"row does not match the stream's schema (a value of the wrong type): {raw[:80]!r}"
+    return f"malformed row: {raw[:80]!r}"
+
+
+def kafka_options(pairs: list[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise SourceError(f"--option takes KEY=VALUE, got {p!r}")
+        k, v = p.split("=", 1)
+        out[k.strip()] = v
+    return out
