@@ -9,6 +9,10 @@ import importlib
 IMPLEMENTATIONS: dict[str, dict[str, str]] = {
     "threshold": {
         "oracle": "vigil.threshold.oracle:ThresholdOracle",
+        "scan": "vigil.threshold.stabbing:Scan",
+        "interval_tree": "vigil.threshold.stabbing:IntervalTreeStabbing",
+        "seg_intv": "vigil.threshold.stabbing:SegIntvStabbing",
+        "rtree": "vigil.threshold.stabbing:RTreeStabbing",
     },
     "windows": {
         "oracle": "vigil.windows.oracle:WindowOracle",
