@@ -145,7 +145,7 @@ def run_on_trace(op, trace: ThresholdTrace, *, budget: float | None = None, veri
             ys.append(cum / done_ops * 1e6)
         if progress is not None and task is not None:
             progress.update(task, completed=done_ops)
-        if budget is not None and cum > budget and i < nsteps - 1:
+        if budget is not None and cum > budget and done_work > 0 and i < nsteps - 1:
             last = i + 1
             break
     cx, cy = downsample(xs, ys)
@@ -247,7 +247,11 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
         path = write_json(out, doc)
         console.print(f"wrote {path}")
         if plot:
-            png = plot_doc(doc, png_path(out), title=f"{pre.title}, d={dim}, scale={scale:g}")
+            run = f"d={dim}, scale={scale:g}"
+            if not pre.sweep and point_info:
+                w = point_info[0]["workload"]
+                run += f": m={w['m']:,}, tau={w['tau']:,}"
+            png = plot_doc(doc, png_path(out), title=f"{pre.title}\nthis run: {run}")
             console.print(f"wrote {png}")
     return doc
 

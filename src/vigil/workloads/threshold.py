@@ -178,9 +178,13 @@ def default_resolver(dim: int):
 
     names = ["dt", "interval_tree" if dim == 1 else "seg_intv" if dim == 2 else "scan", "scan"]
     for name in names:
-        if name not in IMPLEMENTATIONS["threshold"]:
-            continue
         try:
+            if name not in IMPLEMENTATIONS["threshold"]:
+                if name != "dt":
+                    continue
+                from ..threshold.dt import DT  # before DT is registered
+
+                return DT(dim)
             return resolve("threshold", name)(dim)
         except Exception:  # noqa: BLE001 - DT may be absent or unfinished; fall back
             continue
