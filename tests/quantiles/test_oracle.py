@@ -16,7 +16,7 @@ from vigil.quantiles.oracle import QuantileOracle, rank_error_ok
 from vigil.state import pack, unpack
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-PHIS = [0.01, 0.07, 0.1, 0.25, 1 / 3, 0.5, 0.7, 0.9, 0.99, 1.0]
+PHIS = [0.01, 0.07, 0.1, 0.25, 0.28, 1 / 3, 0.5, 0.56, 0.7, 0.9, 0.99, 1.0]
 
 
 def test_whole_stream_and_window_by_hand():
@@ -129,3 +129,21 @@ def test_quantiles_match_duckdb(vals, gaps, rows, phis):
                 assert math.isnan(got[i])
             else:
                 assert got[i] == row[0]
+
+
+def test_quantile_rank_matches_sql_decimal():
+    """The target rank max(1, ceil(phi*N)) with phi a decimal, for every 2- and 3-decimal phi and
+    N <= 120, equals SQL's DECIMAL computation (the float product differs e.g. for 0.28 * 25)."""
+    from vigil.windows.oracle import quantile_rank
+
+    phis = [f"{d / 1000:.3f}" for d in range(1, 1001, 3)] + [f"{d / 100:.2f}" for d in range(1, 101)]
+    grid = pa.table({"phi": [p for p in phis for _ in range(120)], "n": [n for _ in phis for n in range(1, 121)]})
+    con = duckdb.connect()
+    con.register("g", grid)
+    exp = con.execute(
+        "SELECT greatest(1, ceil(CAST(phi AS DECIMAL(10, 3)) * n))::BIGINT FROM g"
+    ).fetchnumpy()
+    exp = next(iter(exp.values()))
+    got = np.array([quantile_rank(float(p), n) for p, n in zip(grid["phi"].to_pylist(), grid["n"].to_pylist(), strict=True)])
+    np.testing.assert_array_equal(got, exp)
+    assert quantile_rank(0.28, 25) == 7 and math.ceil(0.28 * 25) == 8
