@@ -314,7 +314,11 @@ class _SILevel(_Level):
     queries having v as a canonical node."""
 
     def __init__(self, qid, lo, hi, tau, rem) -> None:
-        super().__init__(qid, lo, hi, tau, rem.copy())
+        # positions in (ylo, xlo) order: within a node the y-lists then touch counters in
+        # increasing (left list) or mostly decreasing (right list) position order
+        perm = np.lexsort((lo[:, 0], lo[:, 1]))
+        super().__init__(qid[perm], lo[perm], hi[perm], tau[perm], rem[perm])
+        lo, hi = self.lo, self.hi
         xlo, xhi = np.ascontiguousarray(lo[:, 0]), np.ascontiguousarray(hi[:, 0])
         self.E = np.unique(np.concatenate([xlo, xhi]))
         self.seg_size = 1 << int(2 * self.E.shape[0] + 1).bit_length()
