@@ -13,6 +13,7 @@ Starting a session costs 4-12 s on this machine; tests share one session per mod
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 _HUGE = str(1 << 40)
@@ -42,6 +43,9 @@ def get_session(
     """Get or create the SparkSession. ``master`` defaults to ``local[*]`` unless the job was
     launched by ``spark-submit`` (which sets ``spark.master``)."""
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    # Python workers (sharded mode) must run this interpreter, where vigil is installed
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     b = SparkSession.builder.appName(app_name)
