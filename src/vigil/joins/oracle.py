@@ -154,6 +154,8 @@ class JoinOracle(JoinOperator):
         seqs = np.asarray(seqs, dtype=np.int64)
         n = len(seqs)
         me, other = self.sides[side], self.sides["right" if side == "left" else "left"]
+        if n == 0:
+            return _cat([]), _cat([]), _cat([])
         key = np.asarray(key, dtype=me.key_dtype)
         attrs = np.zeros((n, 0)) if attrs is None else np.asarray(attrs, dtype=np.float64).reshape(n, -1)
         if self.kind == "window":

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..windows.oracle import GrowableArray, _check_seqs, decimal_value, quantile_rank
+from ..windows.oracle import GrowableArray, check_increasing, decimal_value, quantile_rank
 from . import QuantileOperator
 
 
@@ -55,7 +55,7 @@ class QuantileOracle(QuantileOperator):
         seqs = np.asarray(seqs, dtype=np.int64)
         if len(values) != len(seqs):
             raise ValueError("values and seqs differ in length")
-        _check_seqs(seqs, int(self._seqs.view[-1]) if len(self._seqs) else None)
+        check_increasing(seqs, int(self._seqs.view[-1]) if len(self._seqs) else None)
         self._values.extend(values)
         self._seqs.extend(seqs)
 

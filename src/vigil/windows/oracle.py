@@ -138,7 +138,7 @@ class GrowableArray:
         return g
 
 
-def _check_seqs(seqs: np.ndarray, last: int | None) -> None:
+def check_increasing(seqs: np.ndarray, last: int | None) -> None:
     if len(seqs) and (np.any(np.diff(seqs) <= 0) or (last is not None and seqs[0] <= last)):
         raise ValueError("seqs must be strictly increasing across pushes")
 
@@ -182,7 +182,7 @@ class WindowOracle(WindowOperator):
         seqs = np.asarray(seqs, dtype=np.int64)
         if len(values) != len(seqs):
             raise ValueError("values and seqs differ in length")
-        _check_seqs(seqs, int(self._seqs.view[-1]) if len(self._seqs) else None)
+        check_increasing(seqs, int(self._seqs.view[-1]) if len(self._seqs) else None)
         if self.time_based:
             if times is None or len(times) != len(seqs):
                 raise ValueError("a time-based operator needs one time per element")
@@ -274,7 +274,7 @@ class SubstreamOracle(SubstreamOperator):
         seqs = np.asarray(seqs, dtype=np.int64)
         if not (len(values) == len(times) == len(keys) == len(seqs)):
             raise ValueError("values, times, keys and seqs differ in length")
-        _check_seqs(seqs, int(self._seqs.view[-1]) if len(self._seqs) else None)
+        check_increasing(seqs, int(self._seqs.view[-1]) if len(self._seqs) else None)
         self._values.extend(values)
         self._times.extend(times)
         self._keys.extend(keys)
