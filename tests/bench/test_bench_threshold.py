@@ -67,7 +67,7 @@ def test_prefix_extrapolation_and_skips(tmp_path, monkeypatch):
     monkeypatch.setattr(bt, "make_operator", no_dt)
     out = tmp_path / "fig6.json"
     doc = bt.run_preset("fig6", dim=1, algos=["dt", "dt_floor", "scan", "seg_intv"], out=out,
-                        budget=1e-9, **TINY)
+                        budget=1e-9, **{**TINY, "resolver": "interval_tree"})
     skipped = doc["params"]["skipped"]
     assert set(skipped) == {"dt", "dt_floor", "seg_intv"}
     assert "ImportError" in skipped["dt"] and "Unsupported" in skipped["seg_intv"]

@@ -13,9 +13,11 @@ fig8      §8.2, Fig. 8: cost per operation over time, fixed-load mode
 
 An *operation* is, as in the paper, the handling of one element, or one registration,
 termination or maturity of a query. For every workload point one concrete trace is generated
-(``vigil.workloads.threshold.generate_trace``, driven by an exact resolver operator, untimed),
-then every algorithm replays that same trace in this process, one after another; only the
-operator calls are timed. Each algorithm's outputs are compared with the trace's (``verified``).
+(``vigil.workloads.threshold.generate_trace``) by driving an exact *resolver* operator through
+the workload (default: dt when it runs, else the stabbing baseline); the resolver's own operator
+calls are timed during that run (the generation itself is not), and every other algorithm then
+replays the same trace in this process, one after another, timing only its operator calls. Each
+algorithm's outputs are compared with the trace's (``verified``).
 
 ``dt_floor`` is ``DT(dim, floor_only=True)``: DT's counter-maintenance pass alone, the floor
 under DT's cost. Algorithms other than dt/dt_floor stop once their measured time exceeds the
@@ -97,31 +99,22 @@ def make_operator(name: str, dim: int):
 def run_on_trace(op, trace: ThresholdTrace, *, budget: float | None = None, verify: bool = True,
                  progress=None, task=None) -> tuple[float, int, dict[str, Any]]:
     """Replay ``trace`` through ``op``, timing only the operator calls. Returns (seconds,
-    operations, extra); with a budget the run may stop early and be extrapolated."""
-    steps = trace.steps
-    nsteps = len(steps)
-    ops_of = [trace.step_ops(i) for i in range(nsteps)]
-    total_ops = int(sum(ops_of))
-    is_push = [s[0] == "push" for s in steps]
-    work = [s[2].shape[0] * (trace.alive_before[i] + 1) if is_push[i] else 0 for i, s in enumerate(steps)]
-    total_work = float(sum(work))
-    total_other = sum(o for o, p in zip(ops_of, is_push, strict=True) if not p)
-    cum = push_t = other_t = 0.0
-    done_ops = done_other = elements = mismatches = 0
-    done_work = 0.0
-    xs: list[int] = []
-    ys: list[float] = []
+    operations, extra); with a budget the run may stop early (after at least one push) and its
+    cost is extrapolated (see ``summarize``)."""
+    times: list[float] = []
+    mismatches = 0
+    done_ops = 0
+    cum = 0.0
+    has_push = False
     perf = time.perf_counter
-    last = nsteps
-    for i, s in enumerate(steps):
+    nsteps = len(trace.steps)
+    for i, s in enumerate(trace.steps):
         kind = s[0]
         if kind == "push":
             t0 = perf()
             q, o = op.push(s[1], s[2])
             dt = perf() - t0
-            push_t += dt
-            done_work += work[i]
-            elements += s[2].shape[0]
+            has_push = True
             if verify:
                 rq, ro = trace.outputs[i]
                 if not (np.array_equal(np.asarray(q), rq) and np.array_equal(np.asarray(o), ro)):
@@ -130,34 +123,60 @@ def run_on_trace(op, trace: ThresholdTrace, *, budget: float | None = None, veri
             t0 = perf()
             op.register(s[1], s[2], s[3], s[4])
             dt = perf() - t0
-            other_t += dt
-            done_other += ops_of[i]
         else:
             t0 = perf()
             op.terminate(s[1])
             dt = perf() - t0
-            other_t += dt
-            done_other += ops_of[i]
+        times.append(dt)
         cum += dt
-        done_ops += ops_of[i]
-        if kind == "push":
-            xs.append(elements)
-            ys.append(cum / done_ops * 1e6)
+        done_ops += trace.step_ops(i)
         if progress is not None and task is not None:
             progress.update(task, completed=done_ops)
-        if budget is not None and cum > budget and done_work > 0 and i < nsteps - 1:
-            last = i + 1
+        if budget is not None and cum > budget and has_push and i < nsteps - 1:
             break
+    return summarize(trace, times, mismatches if verify else None)
+
+
+def summarize(trace: ThresholdTrace, times: Sequence[float], mismatches: int | None
+              ) -> tuple[float, int, dict[str, Any]]:
+    """Cost of a run whose step i took ``times[i]`` seconds (``len(times) < len(steps)``: a
+    prefix). A prefix is extrapolated: push time x (total / measured work), work = sum over pushes
+    of elements x (alive queries + 1); register/terminate time x (total / measured count)."""
+    steps = trace.steps
+    last = len(times)
+    ops_of = [trace.step_ops(i) for i in range(len(steps))]
+    total_ops = int(sum(ops_of))
+    push_t = other_t = 0.0
+    done_work = total_work = 0.0
+    done_other = total_other = done_ops = elements = 0
+    cum = 0.0
+    xs: list[int] = []
+    ys: list[float] = []
+    for i, s in enumerate(steps):
+        push = s[0] == "push"
+        work = s[2].shape[0] * (trace.alive_before[i] + 1) if push else 0
+        total_work += work
+        total_other += 0 if push else ops_of[i]
+        if i >= last:
+            continue
+        cum += times[i]
+        done_ops += ops_of[i]
+        if push:
+            push_t += times[i]
+            done_work += work
+            elements += s[2].shape[0]
+            xs.append(elements)
+            ys.append(cum / done_ops * 1e6)
+        else:
+            other_t += times[i]
+            done_other += ops_of[i]
     cx, cy = downsample(xs, ys)
     extra: dict[str, Any] = {"curve": {"x": cx, "per_op_us": cy, "xlabel": "elements received"},
-                             "push_seconds": push_t, "register_terminate_seconds": other_t}
-    if verify:
-        extra["verified"] = mismatches == 0
-        if mismatches:
-            extra["mismatched_pushes"] = mismatches
-    else:
-        extra["verified"] = "skipped"
-    if last < nsteps:
+                             "push_seconds": push_t, "register_terminate_seconds": other_t,
+                             "verified": "skipped" if mismatches is None else mismatches == 0}
+    if mismatches:
+        extra["mismatched_pushes"] = mismatches
+    if last < len(steps):
         est_push = push_t * (total_work / done_work) if done_work else 0.0
         est_other = other_t * (total_other / done_other) if done_other else other_t
         extra.update(prefix=done_ops, prefix_elements=elements, prefix_steps=last, measured_seconds=cum,
@@ -166,6 +185,17 @@ def run_on_trace(op, trace: ThresholdTrace, *, budget: float | None = None, veri
                                    "register/terminate time x (total/prefix count)")
         return est_push + est_other, total_ops, extra
     return cum, total_ops, extra
+
+
+def _resolver_name(resolver: str | None, run_algos: Sequence[str], dim: int) -> str | None:
+    """The exact algorithm that generates the trace: --resolver, else dt when it runs here, else
+    the stabbing baseline of the dimension, else None (``default_resolver``)."""
+    if resolver:
+        return resolver
+    for a in ("dt", "interval_tree" if dim == 1 else "seg_intv", "scan"):
+        if a in run_algos:
+            return a
+    return None
 
 
 def _point_params(preset: Preset, dim: int, scale: float, batch: int, seed: int,
@@ -206,7 +236,8 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
         for val in sweep_vals:
             point = {pre.sweep[0]: val} if pre.sweep and val is not None else {}
             wp = _point_params(pre, dim, scale, batch, seed, point)
-            res_op = make_operator(resolver, dim) if resolver else default_resolver(dim)
+            res_name = _resolver_name(resolver, run_algos, dim)
+            res_op = make_operator(res_name, dim) if res_name else default_resolver(dim)
             label = ", ".join(f"{k}={v:g}" for k, v in point.items())
             task = prog.add_task(f"trace {label} ({getattr(res_op, 'name', '?')})", total=wp.stream_length)
             t0 = time.perf_counter()
@@ -216,15 +247,19 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
             del res_op
             stats = trace.stats()
             point_info.append({"point": point, "workload": wp.as_dict(), "trace": stats,
-                               "resolver": trace.resolver, "generation_seconds": gen_s})
+                               "resolver": res_name or trace.resolver, "generation_seconds": gen_s})
             for a in run_algos:
                 gc.collect()
-                op = make_operator(a, dim)
-                task = prog.add_task(f"{a} {label}", total=stats["operations"])
-                secs, ops, extra = run_on_trace(op, trace, budget=None if a in UNBUDGETED else budget,
-                                                verify=a != "dt_floor", progress=prog, task=task)
-                prog.remove_task(task)
-                del op
+                if a == res_name:  # its run is the one that generated the trace
+                    secs, ops, extra = summarize(trace, trace.resolver_seconds, 0)
+                    extra["note"] = "timed while generating the trace"
+                else:
+                    op = make_operator(a, dim)
+                    task = prog.add_task(f"{a} {label}", total=stats["operations"])
+                    secs, ops, extra = run_on_trace(op, trace, budget=None if a in UNBUDGETED else budget,
+                                                    verify=a != "dt_floor", progress=prog, task=task)
+                    prog.remove_task(task)
+                    del op
                 if point:
                     extra["point"] = point
                     extra.pop("curve", None)

@@ -37,6 +37,7 @@ Steps are tuples: ``("register", qids, lo, hi, tau)``, ``("terminate", qids)``,
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -147,6 +148,7 @@ class ThresholdTrace:
     outputs: list[tuple[np.ndarray, np.ndarray] | None] = field(default_factory=list)
     alive_before: list[int] = field(default_factory=list)  # alive queries before each step
     resolver: str = ""
+    resolver_seconds: list[float] = field(default_factory=list)  # per step: the resolver's call time
 
     def step_ops(self, i: int) -> int:
         """Operations of step i in the paper's sense: one per element, registration,
@@ -197,7 +199,8 @@ def generate_trace(params: ThresholdWorkloadParams, resolver=None, on_step=None)
     """Drive ``resolver`` (an exact ThresholdOperator of dimension params.dim; default
     ``default_resolver``) through the workload and record the concrete trace. Deterministic for
     a given seed as long as the resolver is exact. ``on_step(elements_so_far)`` is called after
-    every push (progress reporting)."""
+    every push (progress reporting). The time of every resolver call is recorded in
+    ``trace.resolver_seconds`` (only the operator call, not the generation)."""
     p = params
     op = resolver if resolver is not None else default_resolver(p.dim)
     ss = np.random.SeedSequence(p.seed)
@@ -227,6 +230,8 @@ def generate_trace(params: ThresholdWorkloadParams, resolver=None, on_step=None)
         n_alive += k
         return ("register", qids, lo, hi, np.full(k, p.tau, np.int64))
 
+    perf = time.perf_counter
+
     def apply(step, out=None):
         trace.alive_before.append(n_alive)
         trace.steps.append(step)
@@ -245,7 +250,9 @@ def generate_trace(params: ThresholdWorkloadParams, resolver=None, on_step=None)
             if ids.shape[0]:
                 step = ("terminate", ids)
                 apply(step)
+                t0 = perf()
                 op.terminate(ids)
+                trace.resolver_seconds.append(perf() - t0)
                 alive[ids] = False
                 n_alive -= ids.shape[0]
                 n_term = ids.shape[0]
@@ -262,12 +269,16 @@ def generate_trace(params: ThresholdWorkloadParams, resolver=None, on_step=None)
         if n_new:
             step = new_queries(n_new, k)
             apply(step)
+            t0 = perf()
             op.register(*step[1:])
+            trace.resolver_seconds.append(perf() - t0)
         # 3. the batch of elements
         n = min(B, n_end - t)
         pts, w = draw_elements(rng_e, n, p)
         trace.alive_before.append(n_alive)
+        t0 = perf()
         q, o = op.push(pts, w)
+        trace.resolver_seconds.append(perf() - t0)
         q = np.asarray(q, dtype=np.int64)
         o = np.asarray(o, dtype=np.int64)
         trace.steps.append(("push", pts, w))
