@@ -9,6 +9,7 @@ import importlib
 IMPLEMENTATIONS: dict[str, dict[str, str]] = {
     "threshold": {
         "oracle": "vigil.threshold.oracle:ThresholdOracle",
+        "dt": "vigil.threshold.dt:DT",
         "scan": "vigil.threshold.stabbing:Scan",
         "interval_tree": "vigil.threshold.stabbing:IntervalTreeStabbing",
         "seg_intv": "vigil.threshold.stabbing:SegIntvStabbing",
@@ -30,7 +31,7 @@ IMPLEMENTATIONS: dict[str, dict[str, str]] = {
 
 # the best implementation of each family, used when --algo does not say
 DEFAULTS: dict[str, str] = {
-    "threshold": "oracle",
+    "threshold": "dt",
     "windows": "oracle",
     "substream": "oracle",
     "joins": "oracle",

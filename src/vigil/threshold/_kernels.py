@@ -1,0 +1,626 @@
+"""Numba kernels of the DT operator (``vigil.threshold.dt``): flat-array endpoint trees, indexed
+per-node min-heaps and the distributed-tracking simulation. Everything here works on numpy arrays
+only; the Python class in ``dt.py`` owns the arrays and calls these kernels once per batch.
+
+Key space
+---------
+Coordinates are mapped to int64 by an order-preserving bijection (:func:`float_keys`), so that a
+closed range ``[lo, hi]`` becomes the half-open key range ``[key(lo), key(hi) + 1)`` — the
+paper's "infinitesimal trick" of §4 (``[x, y] = [x, y + eps)``), with ``eps`` one unit in the last
+place. Every endpoint tree has the sentinel key ``INT64_MIN`` as its leftmost endpoint, so every
+point falls in exactly one leaf.
+
+Endpoint tree layout (one tree = one contiguous block of rows of ``NR``)
+-----------------------------------------------------------------------
+A tree on ``L`` sorted distinct endpoint keys ``K[0] < ... < K[L-1]`` is the perfect binary tree of
+height ``H = ceil(log2 L)`` whose leaf ``i`` has jurisdiction ``[K[i], K[i+1])``; only nodes whose
+leaf range starts before ``L`` exist. Level ``t`` (root = 0) holds ``((L-1) >> (H-t)) + 1`` nodes,
+stored left to right after the levels above it (BFS order, so the top levels are contiguous and
+stay in cache). ``NR`` is ``int64[rows, 4]``:
+
+* col 0: split key of an internal node (first key of its right subtree; ``INT64_MAX`` if the
+  right child does not exist), so an element descends with one comparison per level;
+* col 1: in a tree of the last dimension, the node counter ``c(u)`` (sum of weights of the
+  elements in the node's region since the tree was built); in a tree of an earlier dimension,
+  the id of the node's secondary tree (§6) or -1;
+* col 2: key of the top of the node's heap ``H(u)`` (``INT64_MAX`` if empty), so an element
+  inspects one heap top per node with no extra memory access (§4, steps 1-2);
+* col 3: ``hoff << 32 | hsz``: offset of the node's heap H(u) in the heap pool and its size.
+
+Trees of all dimensions of one logarithmic-method structure share ``NR``; tree ``t`` is described by
+``tbase[t], tL[t], tH[t], tdim[t]``; tree 0 is the primary (dimension-0) tree.
+
+Participants, entries and heaps
+-------------------------------
+An *entry* is a pair (query q, node u in q's canonical node set U_q). Entries are numbered
+listed query-major in ``qn``. Arrays (interleaved so that one heap slot / one query costs one
+cache miss):
+
+* ``hp int64[E, 2]``: the heap pool; node u's 4-ary heap occupies slots ``[hoff, hoff + hsz)``,
+  slot = (sigma, ``q << 32 | e``). Entry ids are node-major (entry e starts in slot e), so the
+  entries of one heap are also contiguous in ``ep``;
+* ``ep int32[E]``: slot of entry e (-1 once removed), which makes the heaps indexed (key change
+  and removal of any entry in O(log) time);
+* ``qn int32[E, 2]``: query-major (node, entry) pairs: the participants of local query q are
+  ``qn[qr[q,3] : qr[q+1,3]]``;
+* ``qr int64[k+1, 4]``: per local query (tgt, lam, acc, first entry). Tracking state, absolute in
+  the structure's counters (which start at 0 at build): q matures when
+  ``sum_{u in U_q} c(u) >= tgt``; ``lam`` is the slack of the current round (0 = direct mode,
+  tau <= 6h); ``acc`` counts the round's signals (round mode) or is the exact known sum
+  ``sum (sigma_u - 1)`` (direct mode).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+I64_MAX = np.iinfo(np.int64).max
+I64_MIN = np.iinfo(np.int64).min
+_FLIP = np.int64(0x7FFFFFFFFFFFFFFF)
+_LO32 = np.int64(0xFFFFFFFF)
+#: key(+inf) + 1: the upper key of a range unbounded above; never stored in a tree
+KINF1 = np.int64(0x7FF0000000000001)
+
+# indices of the statistics vector filled by the kernels
+ST_SIGNALS, ST_ROUNDS, ST_MATURED, ST_DIRECT = 0, 1, 2, 3
+N_STATS = 4
+
+
+# --------------------------------------------------------------------------------------------
+# key mapping (numpy, vectorized)
+# --------------------------------------------------------------------------------------------
+
+
+def float_keys(x: np.ndarray) -> np.ndarray:
+    """Order-preserving bijection float64 -> int64 (``-0.0`` is first folded into ``+0.0``).
+    Consecutive floats map to consecutive integers, so ``key(hi) + 1`` stands for ``hi + eps``."""
+    x = np.ascontiguousarray(x, dtype=np.float64) + 0.0
+    b = x.view(np.int64)
+    return np.where(b < 0, b ^ _FLIP, b)
+
+
+def keys_to_float(k: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`float_keys`."""
+    k = np.ascontiguousarray(k, dtype=np.int64)
+    return np.where(k < 0, k ^ _FLIP, k).view(np.float64)
+
+
+# --------------------------------------------------------------------------------------------
+# construction (§4 endpoint tree + canonical node sets; §6 layering, one dimension per call)
+# --------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _height(L):
+    H = 0
+    while (np.int64(1) << H) < L:
+        H += 1
+    return H
+
+
+@nb.njit(cache=True)
+def build_level(kl, kh, order, moff, mgrp, G, row0, last):
+    """Build the endpoint trees of one dimension.
+
+    ``kl``/``kh``: int64[k] lower / upper keys of the local queries in this dimension.
+    ``order``: argsort of ``concat(kl, kh)``. Memberships (query-major): query ``q`` belongs to the
+    groups ``mgrp[moff[q]:moff[q+1]]``; one tree is built per group on the endpoints of its queries
+    (level 0: one group with every query; level i>0: one group per canonical node of level i-1,
+    holding Q(u)). Rows are numbered from ``row0``. Returns ``(NR, tbase, tL, tH, poff, prow)``
+    where ``prow[poff[q]:poff[q+1]]`` lists the canonical nodes of ``q`` over all its groups.
+    Time O(M log m) for M memberships (bucket fill in global key order, then the canonical
+    decomposition of each membership); space O(M) besides the output."""
+    k = kl.shape[0]
+    M = moff[k]
+    gsz = np.zeros(G, np.int64)
+    for e in range(M):
+        gsz[mgrp[e]] += 1
+    boff = np.empty(G + 1, np.int64)
+    boff[0] = 0
+    for g in range(G):
+        boff[g + 1] = boff[g] + 2 * gsz[g] + 1
+    buf = np.empty(boff[G], np.int64)
+    fill = np.empty(G, np.int64)
+    for g in range(G):
+        buf[boff[g]] = I64_MIN
+        fill[g] = boff[g] + 1
+    # bucket fill in global key order: every group receives its keys sorted; duplicates are
+    # dropped on the fly and each membership learns the leaf index of its endpoints (no search)
+    ma = np.empty(M, np.int64)
+    mb = np.empty(M, np.int64)
+    for t in range(2 * k):
+        idx = order[t]
+        hi_side = idx >= k
+        q = idx - k if hi_side else idx
+        key = kh[q] if hi_side else kl[q]
+        if key == KINF1:
+            for e in range(moff[q], moff[q + 1]):
+                mb[e] = -1
+            continue
+        for e in range(moff[q], moff[q + 1]):
+            g = mgrp[e]
+            f = fill[g]
+            if buf[f - 1] != key:
+                buf[f] = key
+                f += 1
+                fill[g] = f
+            if hi_side:
+                mb[e] = f - 1 - boff[g]
+            else:
+                ma[e] = f - 1 - boff[g]
+    # per group: height, row count
+    tL = np.empty(G, np.int64)
+    tH = np.empty(G, np.int64)
+    tbase = np.empty(G, np.int64)
+    nrows = 0
+    for g in range(G):
+        w = fill[g] - boff[g]
+        tL[g] = w
+        H = _height(w)
+        tH[g] = H
+        tbase[g] = row0 + nrows
+        for t in range(H + 1):
+            nrows += ((w - 1) >> (H - t)) + 1
+    NR = np.empty((nrows, 4), np.int64)
+    c1 = 0 if last else -1
+    for g in range(G):
+        s = boff[g]
+        L = tL[g]
+        H = tH[g]
+        r = tbase[g] - row0
+        for t in range(H + 1):
+            cnt = ((L - 1) >> (H - t)) + 1
+            for j in range(cnt):
+                sp = I64_MAX
+                if t < H:
+                    first = (2 * j + 1) << (H - t - 1)
+                    if first < L:
+                        sp = buf[s + first]
+                NR[r, 0] = sp
+                NR[r, 1] = c1
+                NR[r, 2] = I64_MAX
+                NR[r, 3] = 0
+                r += 1
+    # canonical node sets: pass 1 counts, pass 2 emits
+    poff = np.empty(k + 1, np.int64)
+    poff[0] = 0
+    for q in range(k):
+        tot = 0
+        for e in range(moff[q], moff[q + 1]):
+            g = mgrp[e]
+            L = tL[g]
+            H = tH[g]
+            if mb[e] < 0:
+                mb[e] = np.int64(1) << H
+            lft = ma[e]
+            rgt = mb[e]
+            t = H
+            while lft < rgt:
+                if lft & 1:
+                    if (lft << (H - t)) < L:
+                        tot += 1
+                    lft += 1
+                if rgt & 1:
+                    rgt -= 1
+                    if (rgt << (H - t)) < L:
+                        tot += 1
+                lft >>= 1
+                rgt >>= 1
+                t -= 1
+        poff[q + 1] = poff[q] + tot
+    prow = np.empty(poff[k], np.int64)
+    loff = np.empty(66, np.int64)
+    for q in range(k):
+        p = poff[q]
+        for e in range(moff[q], moff[q + 1]):
+            g = mgrp[e]
+            L = tL[g]
+            H = tH[g]
+            loff[0] = 0
+            for t in range(H + 1):
+                loff[t + 1] = loff[t] + ((L - 1) >> (H - t)) + 1
+            base = tbase[g]
+            lft = ma[e]
+            rgt = mb[e]
+            t = H
+            while lft < rgt:
+                if lft & 1:
+                    if (lft << (H - t)) < L:
+                        prow[p] = base + loff[t] + lft
+                        p += 1
+                    lft += 1
+                if rgt & 1:
+                    rgt -= 1
+                    if (rgt << (H - t)) < L:
+                        prow[p] = base + loff[t] + rgt
+                        p += 1
+                lft >>= 1
+                rgt >>= 1
+                t -= 1
+    return NR, tbase, tL, tH, poff, prow
+
+
+@nb.njit(cache=True)
+def next_groups(prow, row0, nrows, NR, tree0):
+    """Turn the canonical nodes of one level into the groups of the next level (§6: node u of a
+    tree of dimension i gets a secondary tree on Q(u) in dimension i+1). Links ``NR[u, 1]`` to the
+    id of u's secondary tree (``tree0 + group``). Returns ``(mgrp, G)``; memberships keep the
+    query-major offsets of ``prow``."""
+    gid = np.full(nrows, -1, np.int64)
+    for e in range(prow.shape[0]):
+        gid[prow[e] - row0] = 0
+    G = 0
+    for r in range(nrows):
+        if gid[r] == 0:
+            gid[r] = G
+            NR[r, 1] = tree0 + G
+            G += 1
+    mgrp = np.empty(prow.shape[0], np.int64)
+    for e in range(prow.shape[0]):
+        mgrp[e] = gid[prow[e] - row0]
+    return mgrp, G
+
+
+@nb.njit(cache=True)
+def build_heaps(NR, prow, eoff, rem):
+    """Create the per-node heaps and start one distributed-tracking instance per query
+    (§3.2/§7: slack ``floor(tau/(2h))`` if ``tau > 6h``, direct mode otherwise); all counters are 0.
+    ``prow[eoff[q]:eoff[q+1]]`` are the canonical (participant) nodes of local query q.
+    Returns ``(hp, ep, qn, qr)``. O(E) time (counting sort by node, bottom-up heapify)."""
+    R = NR.shape[0]
+    k = rem.shape[0]
+    E = eoff[k]
+    cnt = np.zeros(R, np.int64)
+    for e in range(E):
+        cnt[prow[e]] += 1
+    s = 0
+    for r in range(R):
+        NR[r, 3] = (s << 32) | cnt[r]
+        cnt[r] = s
+        s += NR[r, 3] & _LO32
+    hp = np.empty((E, 2), np.int64)
+    ep = np.empty(E, np.int32)
+    qn = np.empty((E, 2), np.int32)
+    qr = np.zeros((k + 1, 4), np.int64)
+    for q in range(k):
+        e0 = eoff[q]
+        h = eoff[q + 1] - e0
+        tau = rem[q]
+        qr[q, 0] = tau
+        qr[q, 3] = e0
+        if tau <= 6 * h:
+            key = 1
+        else:
+            qr[q, 1] = tau // (2 * h)
+            key = qr[q, 1]
+        for j in range(e0, e0 + h):
+            r = prow[j]
+            e = cnt[r]  # entry ids are node-major: entry e starts in slot e
+            cnt[r] = e + 1
+            hp[e, 0] = key
+            hp[e, 1] = (q << 32) | e
+            ep[e] = e
+            qn[j, 0] = r
+            qn[j, 1] = e
+    qr[k, 3] = E
+    for r in range(R):
+        n = NR[r, 3] & _LO32
+        if n == 0:
+            continue
+        base = NR[r, 3] >> 32
+        i = (n - 2) // _D
+        while i >= 0:
+            _sift_down(hp, ep, base, n, i)
+            i -= 1
+        NR[r, 2] = hp[base, 0]
+    return hp, ep, qn, qr
+
+
+# --------------------------------------------------------------------------------------------
+# indexed 4-ary min-heaps over the pool (one per node; children of slot i: D*i+1 .. D*i+D)
+# --------------------------------------------------------------------------------------------
+
+_D = 4
+
+
+@nb.njit(cache=True, inline="always")
+def _sift_up(hp, ep, base, i):
+    key = hp[base + i, 0]
+    v = hp[base + i, 1]
+    while i > 0:
+        p = (i - 1) // _D
+        pk = hp[base + p, 0]
+        if pk <= key:
+            break
+        pv = hp[base + p, 1]
+        hp[base + i, 0] = pk
+        hp[base + i, 1] = pv
+        ep[pv & _LO32] = base + i
+        i = p
+    hp[base + i, 0] = key
+    hp[base + i, 1] = v
+    ep[v & _LO32] = base + i
+
+
+@nb.njit(cache=True, inline="always")
+def _sift_down(hp, ep, base, n, i):
+    key = hp[base + i, 0]
+    v = hp[base + i, 1]
+    while True:
+        c = _D * i + 1
+        if c >= n:
+            break
+        m = c
+        mk = hp[base + c, 0]
+        end = min(c + _D, n)
+        for cc in range(c + 1, end):
+            k2 = hp[base + cc, 0]
+            if k2 < mk:
+                m = cc
+                mk = k2
+        if mk >= key:
+            break
+        mv = hp[base + m, 1]
+        hp[base + i, 0] = mk
+        hp[base + i, 1] = mv
+        ep[mv & _LO32] = base + i
+        i = m
+    hp[base + i, 0] = key
+    hp[base + i, 1] = v
+    ep[v & _LO32] = base + i
+
+
+@nb.njit(cache=True)
+def _set_key(NR, hp, ep, r, e, newkey):
+    slot = ep[e]
+    info = NR[r, 3]
+    base = info >> 32
+    old = hp[slot, 0]
+    hp[slot, 0] = newkey
+    if newkey < old:
+        _sift_up(hp, ep, base, slot - base)
+    elif newkey > old:
+        _sift_down(hp, ep, base, info & _LO32, slot - base)
+    NR[r, 2] = hp[base, 0]
+
+
+@nb.njit(cache=True)
+def _remove(NR, hp, ep, r, e):
+    slot = ep[e]
+    info = NR[r, 3]
+    base = info >> 32
+    last = (info & _LO32) - 1
+    NR[r, 3] = info - 1
+    ep[e] = -1
+    i = slot - base
+    if i != last:
+        old = hp[slot, 0]
+        lk = hp[base + last, 0]
+        lv = hp[base + last, 1]
+        hp[slot, 0] = lk
+        hp[slot, 1] = lv
+        ep[lv & _LO32] = slot
+        if lk < old:
+            _sift_up(hp, ep, base, i)
+        elif lk > old:
+            _sift_down(hp, ep, base, last, i)
+    NR[r, 2] = hp[base, 0] if last > 0 else I64_MAX
+
+
+@nb.njit(cache=True)
+def _remove_query(NR, hp, ep, qn, qr, q):
+    for j in range(qr[q, 3], qr[q + 1, 3]):
+        e = qn[j, 1]
+        if ep[e] >= 0:
+            _remove(NR, hp, ep, qn[j, 0], e)
+
+
+# --------------------------------------------------------------------------------------------
+# distributed tracking: a counter reached the top of its heap (§4 steps 1-3, §7 weighted rounds)
+# --------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _fire(r, c, i, NR, hp, ep, qn, qr, qalive, out_q, out_o, nout, st):
+    """Counter of node r is now c (>= the top sigma of H(r)): deliver every due signal."""
+    while True:
+        info = NR[r, 3]
+        n = info & _LO32
+        if n == 0:
+            NR[r, 2] = I64_MAX
+            break
+        base = info >> 32
+        s0 = hp[base, 0]
+        if s0 > c:
+            NR[r, 2] = s0
+            break
+        q = hp[base, 1] >> 32
+        e0 = qr[q, 3]
+        e1 = qr[q + 1, 3]
+        h = e1 - e0
+        lq = qr[q, 1]
+        if lq > 0:
+            # weighted round (§7): one increment may carry several signals; they stop when the
+            # coordinator has its h signals and announces the end of the round
+            ksig = (c - s0) // lq + 1
+            need = h - qr[q, 2]
+            if ksig < need:
+                qr[q, 2] += ksig
+                st[ST_SIGNALS] += ksig
+                hp[base, 0] = s0 + ksig * lq
+                _sift_down(hp, ep, base, n, 0)
+                continue
+            st[ST_SIGNALS] += need
+            st[ST_ROUNDS] += 1
+            S = np.int64(0)
+            for j in range(e0, e1):
+                S += NR[qn[j, 0], 1]
+            if S >= qr[q, 0]:
+                out_q[nout] = q
+                out_o[nout] = i
+                nout += 1
+                st[ST_MATURED] += 1
+                qalive[q] = 0
+                _remove_query(NR, hp, ep, qn, qr, q)
+                continue
+            remq = qr[q, 0] - S
+            if remq <= 6 * h:
+                qr[q, 1] = 0
+                qr[q, 2] = S
+                st[ST_DIRECT] += 1
+                for j in range(e0, e1):
+                    u = qn[j, 0]
+                    _set_key(NR, hp, ep, u, qn[j, 1], NR[u, 1] + 1)
+            else:
+                nl = remq // (2 * h)
+                qr[q, 1] = nl
+                qr[q, 2] = 0
+                for j in range(e0, e1):
+                    u = qn[j, 0]
+                    _set_key(NR, hp, ep, u, qn[j, 1], NR[u, 1] + nl)
+        else:
+            # direct mode (tau <= 6h): every counter change is reported
+            a = qr[q, 2] + c - (s0 - 1)
+            qr[q, 2] = a
+            st[ST_SIGNALS] += 1
+            if a >= qr[q, 0]:
+                out_q[nout] = q
+                out_o[nout] = i
+                nout += 1
+                st[ST_MATURED] += 1
+                qalive[q] = 0
+                _remove_query(NR, hp, ep, qn, qr, q)
+                continue
+            hp[base, 0] = c + 1
+            _sift_down(hp, ep, base, n, 0)
+    return nout
+
+
+# --------------------------------------------------------------------------------------------
+# element processing
+# --------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def push_dt(xk, w, NR, tbase, tL, tH, tdim, hp, ep, qn, qr, qalive, out_q, out_o, st):
+    """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) one at a time through
+    one structure: descend the primary tree and, for d > 1, the secondary trees of the nodes on the
+    path (§6); each visited node of the last dimension gets ``c(u) += w`` and, if its heap top is
+    due, signals (§4). Returns the number of maturities written to ``out_q`` (local query) /
+    ``out_o`` (row), in order of rows. O(log^d m) per element plus O(log m) per signal."""
+    n = xk.shape[0]
+    d = xk.shape[1]
+    last = d - 1
+    nout = 0
+    stack = np.empty(70 * d, np.int64)
+    for i in range(n):
+        wi = w[i]
+        if wi <= 0:
+            continue
+        stack[0] = 0
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            t = stack[sp]
+            kd = tdim[t]
+            x = xk[i, kd]
+            base = tbase[t]
+            L = tL[t]
+            H = tH[t]
+            j = 0
+            off = 0
+            if kd == last:
+                for lev in range(H + 1):
+                    row = base + off + j
+                    c = NR[row, 1] + wi
+                    NR[row, 1] = c
+                    if c >= NR[row, 2]:
+                        nout = _fire(row, c, i, NR, hp, ep, qn, qr, qalive, out_q, out_o, nout, st)
+                    if lev < H:
+                        off += ((L - 1) >> (H - lev)) + 1
+                        j = 2 * j + (1 if x >= NR[row, 0] else 0)
+            else:
+                for lev in range(H + 1):
+                    row = base + off + j
+                    ch = NR[row, 1]
+                    if ch >= 0:
+                        stack[sp] = ch
+                        sp += 1
+                    if lev < H:
+                        off += ((L - 1) >> (H - lev)) + 1
+                        j = 2 * j + (1 if x >= NR[row, 0] else 0)
+    return nout
+
+
+@nb.njit(cache=True)
+def push_floor(xk, w, NR, tbase, tL, tH, tdim):
+    """The counter-maintenance pass alone (same descent as :func:`push_dt`, no heap inspection):
+    the cost floor of any algorithm built on these trees."""
+    n = xk.shape[0]
+    d = xk.shape[1]
+    last = d - 1
+    stack = np.empty(70 * d, np.int64)
+    for i in range(n):
+        wi = w[i]
+        if wi <= 0:
+            continue
+        stack[0] = 0
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            t = stack[sp]
+            kd = tdim[t]
+            x = xk[i, kd]
+            base = tbase[t]
+            L = tL[t]
+            H = tH[t]
+            j = 0
+            off = 0
+            for lev in range(H + 1):
+                row = base + off + j
+                if kd == last:
+                    NR[row, 1] += wi
+                else:
+                    ch = NR[row, 1]
+                    if ch >= 0:
+                        stack[sp] = ch
+                        sp += 1
+                if lev < H:
+                    off += ((L - 1) >> (H - lev)) + 1
+                    j = 2 * j + (1 if x >= NR[row, 0] else 0)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# termination, exact weights (for rebuilds / snapshots)
+# --------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def kill(locs, NR, hp, ep, qn, qr, qalive):
+    """TERMINATE (§5): remove the entries of each alive local query from the heaps of its canonical
+    nodes, O(h log m) per query. Returns the number of queries removed."""
+    n = 0
+    for t in range(locs.shape[0]):
+        q = locs[t]
+        if qalive[q]:
+            qalive[q] = 0
+            _remove_query(NR, hp, ep, qn, qr, q)
+            n += 1
+    return n
+
+
+@nb.njit(cache=True)
+def remaining(NR, qn, qr, qalive):
+    """For each local query, ``tgt - W`` where ``W = sum_{u in U_q} c(u)`` is its exact weight in
+    this structure (the threshold reset of §4's global rebuilding and §5's merges)."""
+    k = qalive.shape[0]
+    out = np.zeros(k, np.int64)
+    for q in range(k):
+        if qalive[q]:
+            S = np.int64(0)
+            for j in range(qr[q, 3], qr[q + 1, 3]):
+                S += NR[qn[j, 0], 1]
+            out[q] = qr[q, 0] - S
+    return out

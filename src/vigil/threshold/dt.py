@@ -1,0 +1,383 @@
+"""DT: range thresholding on streams by distributed tracking (Qiao, Gan, Tao, SIGMOD 2016,
+paper 000, Theorem 1).
+
+A query q = (closed box R_q, threshold tau_q) matures at the first element at which the total
+weight of the elements in R_q since its registration reaches tau_q. Instead of probing queries
+per element, DT indexes the queries and lets each element touch only O(log^d m) shared counters;
+a query is touched only when one of its O(log^d m) counters has moved by a large "slack".
+
+How the paper maps onto this module (kernels in ``_kernels.py``):
+
+* §4 endpoint tree. A balanced binary tree on the distinct endpoint keys of the queries, leaf i
+  having jurisdiction ``[K[i], K[i+1])``; closed ranges use the infinitesimal trick
+  ``[x, y] = [x, y + eps)`` with eps = one ulp (order-preserving float->int64 keys,
+  :func:`_kernels.float_keys`). Every node u keeps a counter c(u) (int64 sum of weights);
+  an element descends one root-to-leaf path and adds its weight to the counters on it.
+  Canonical node set U_q: the minimal set of nodes with disjoint jurisdictions whose union is
+  R_q (at most 2 per level). Build O(m log m); O(log m) per element.
+* §3.2 / §7 distributed tracking, one instance per query, participants = U_q (h = |U_q|),
+  coordinator = q. If tau <= 6h, direct mode (every counter change is reported). Otherwise a
+  round with slack lambda = floor(tau / (2h)): node u signals whenever c(u) has grown by lambda
+  since its last signal, several signals per weighted increment (§7) until the coordinator has
+  h signals and announces the round's end; then it collects the exact sum W of its counters
+  (maturity if W >= tau) and starts the next round with tau reduced by W (tau' <= 2tau/3, so
+  O(log tau) rounds, O(h log tau) signals). The element at which W first reaches tau always ends
+  a round or is seen in direct mode, so the maturity offset is exact.
+* §4 heaps. Each node u keeps the min-heap H(u) of sigma_q(u) = lambda_q + c-bar_q(u) over the
+  queries having u in U_q (an indexed array heap in one flat pool, laid out at build time since
+  canonical sets are fixed); the heap top is cached next to the counter, so a counter change
+  inspects one key and pays O(log m) only per signal or round restart.
+  Maturity / TERMINATE removes the query's h entries eagerly, O(h log m).
+* §4 global rebuilding. When the alive queries of a structure fall to half of those it was built
+  with, it is rebuilt on the alive ones with thresholds reduced by their exact weights
+  (``stats["rebuilds"]``), so space stays O(m_alive log^d m_alive). Done per structure of the
+  logarithmic method (each structure is the §4 structure on its own queries), and checked
+  after TERMINATE and after every block of ``CHUNK`` elements of a push.
+* §5 logarithmic method. Structures T_1..T_g with m_alive(T_i) <= 2^(i-1) (P3), each alive
+  query in exactly one (P2), g = O(log m) (P1). REGISTER of a batch of k queries (k = 1 is the
+  paper's rule (8)) takes the smallest j with sum_{i<=j} m_alive(T_i) + k <= 2^(j-1), collects
+  the alive queries of T_1..T_j (thresholds reduced by their weights) plus the batch, and builds
+  T_j from scratch (``stats["merges"]`` counts the builds that absorbed older queries). Every
+  element descends all structures: O(log^(d+1) m) per element, O(log^2 m) amortized per
+  registration for rebuilding.
+* §6 d dimensions. Layered endpoint trees: every node u of the dimension-i tree with a nonempty
+  Q(u) (queries having u canonical) owns a dimension-(i+1) tree on the endpoints of Q(u); the
+  participants of q are its canonical nodes in the last-dimension trees (their regions partition
+  R_q, h = O(log^d m)). Built level by level, one bucket fill in global key order per dimension.
+
+Bounds (Theorem 1, d constant): total time O(n log^(d+1) m + m log^(d+1) m log tau_max) for n
+elements and m registrations; space O(m_alive log^d m_alive) words.
+
+``DT(dim, floor_only=True)`` runs only the counter-maintenance pass on push (nothing matures):
+the benchmark's cost floor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import ThresholdOperator
+from . import _kernels as K
+
+#: elements processed per kernel call inside one push; rebuild conditions are checked between
+CHUNK = 1 << 16
+
+_STAT_KEYS = ("rebuilds", "merges", "builds")
+
+
+class _Structure:
+    """One structure T_i of the logarithmic method: the d-layered endpoint trees, heaps and
+    tracking state of its queries. Local query order = order of the lower endpoint in dimension 0
+    (so that building scatters entries with locality); ``qsorted``/``qperm`` map qids to local
+    indices by binary search."""
+
+    __slots__ = (
+        "qids",
+        "qsorted",
+        "qperm",
+        "klo",
+        "khi",
+        "NR",
+        "tbase",
+        "tL",
+        "tH",
+        "tdim",
+        "hp",
+        "ep",
+        "qn",
+        "qr",
+        "qalive",
+        "out_q",
+        "out_o",
+        "n_alive",
+        "n_built",
+    )
+
+    def __init__(self, qids: np.ndarray, klo: np.ndarray, khi: np.ndarray, rem: np.ndarray) -> None:
+        k, d = klo.shape
+        perm = np.lexsort((qids, klo[:, 0]))
+        qids, klo, khi, rem = qids[perm], klo[perm], khi[perm], rem[perm]
+        self.qids, self.klo, self.khi = qids, klo, khi
+        self.qperm = np.argsort(qids, kind="stable")
+        self.qsorted = qids[self.qperm]
+        moff = np.arange(k + 1, dtype=np.int64)
+        mgrp = np.zeros(k, dtype=np.int64)
+        G, row0, ntrees = 1, 0, 0
+        nrs, tb, tl, th, td = [], [], [], [], []
+        prow = poff = None
+        for dim in range(d):
+            kl = np.ascontiguousarray(klo[:, dim])
+            kh = np.ascontiguousarray(khi[:, dim])
+            order = np.argsort(np.concatenate([kl, kh]), kind="stable")
+            last = dim == d - 1
+            NR, tbase, tL, tH, poff, prow = K.build_level(kl, kh, order, moff, mgrp, G, row0, last)
+            nrs.append(NR)
+            tb.append(tbase)
+            tl.append(tL)
+            th.append(tH)
+            td.append(np.full(G, dim, dtype=np.int64))
+            ntrees += G
+            if not last:
+                mgrp, G = K.next_groups(prow, row0, NR.shape[0], NR, ntrees)
+                moff = poff
+                row0 += NR.shape[0]
+        self.NR = nrs[0] if len(nrs) == 1 else np.concatenate(nrs)
+        if self.NR.shape[0] >= 2**31 or poff[-1] >= 2**31:
+            raise MemoryError("DT structure too large for 32-bit entry indices")
+        self.tbase = np.concatenate(tb)
+        self.tL = np.concatenate(tl)
+        self.tH = np.concatenate(th)
+        self.tdim = np.concatenate(td)
+        self.hp, self.ep, self.qn, self.qr = K.build_heaps(self.NR, prow, poff, rem)
+        self.qalive = np.ones(k, dtype=np.uint8)
+        self.out_q = np.empty(k, dtype=np.int64)
+        self.out_o = np.empty(k, dtype=np.int64)
+        self.n_alive = k
+        self.n_built = k
+
+    def locate(self, qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mask over ``qids`` of those held here, their local indices)."""
+        pos = np.minimum(np.searchsorted(self.qsorted, qids), self.qsorted.shape[0] - 1)
+        hit = self.qsorted[pos] == qids
+        return hit, self.qperm[pos[hit]]
+
+    def remaining(self) -> np.ndarray:
+        return K.remaining(self.NR, self.qn, self.qr, self.qalive)
+
+    def export_alive(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(qids, klo, khi, remaining thresholds) of the alive queries, local order."""
+        m = self.qalive.astype(bool)
+        rem = np.maximum(self.remaining()[m], 1)  # >= 1 always, except under floor_only
+        return self.qids[m], self.klo[m], self.khi[m], rem
+
+    def nbytes(self) -> int:
+        return sum(getattr(self, a).nbytes for a in self.__slots__ if a not in ("n_alive", "n_built"))
+
+
+class DT(ThresholdOperator):
+    """Distributed-tracking RTS operator (see module docstring). Extra API: :meth:`nbytes` and
+    the ``stats`` dict (rebuilds, merges, builds, signals, rounds, matured, direct, structures)."""
+
+    name = "dt"
+
+    def __init__(self, dim: int, *, floor_only: bool = False) -> None:
+        super().__init__(dim)
+        if self.dim < 1:
+            raise ValueError("dim must be >= 1")
+        self.floor_only = bool(floor_only)
+        self._trees: list[_Structure | None] = []
+        self._st = np.zeros(K.N_STATS, dtype=np.int64)
+        self._counts = dict.fromkeys(_STAT_KEYS, 0)
+
+    # ---------------------------------------------------------------- introspection
+    @property
+    def stats(self) -> dict[str, int]:
+        s = dict(self._counts)
+        s["signals"] = int(self._st[K.ST_SIGNALS])
+        s["rounds"] = int(self._st[K.ST_ROUNDS])
+        s["matured"] = int(self._st[K.ST_MATURED])
+        s["direct"] = int(self._st[K.ST_DIRECT])
+        s["structures"] = sum(t is not None for t in self._trees)
+        return s
+
+    def nbytes(self) -> int:
+        """Bytes held by the index (all structures)."""
+        return sum(t.nbytes() for t in self._trees if t is not None)
+
+    def alive(self) -> int:
+        return sum(t.n_alive for t in self._trees if t is not None)
+
+    # ---------------------------------------------------------------- register / terminate
+    def _alive_mask(self, qids: np.ndarray) -> np.ndarray:
+        hit = np.zeros(qids.shape[0], dtype=bool)
+        for t in self._trees:
+            if t is None or t.n_alive == 0:
+                continue
+            found, locs = t.locate(qids)
+            hit[found] |= t.qalive[locs] != 0
+        return hit
+
+    def register(self, qids, lo, hi, tau) -> None:
+        qids = np.asarray(qids, dtype=np.int64).ravel()
+        k, d = qids.shape[0], self.dim
+        if k == 0:
+            return
+        lo = np.asarray(lo, dtype=np.float64).reshape(k, d)
+        hi = np.asarray(hi, dtype=np.float64).reshape(k, d)
+        tau = np.asarray(tau, dtype=np.int64).ravel()
+        if tau.shape[0] != k:
+            raise ValueError("tau must have one threshold per query")
+        if np.isnan(lo).any() or np.isnan(hi).any():
+            raise ValueError("range bounds must not be NaN")
+        if (lo > hi).any():
+            raise ValueError("inverted range: lo must be <= hi")
+        if (tau < 1).any():
+            raise ValueError("thresholds must be >= 1")
+        qs = np.sort(qids)
+        if k > 1 and (qs[1:] == qs[:-1]).any():
+            raise ValueError("duplicate qids in one registration")
+        if self._alive_mask(qs).any():
+            raise ValueError("qid already registered and alive")
+        parts = [(qids, K.float_keys(lo), K.float_keys(hi) + 1, tau)]
+        # §5 logarithmic method, rule (8) generalized to a batch of k
+        tot, j = 0, 0
+        while True:
+            if j < len(self._trees) and self._trees[j] is not None:
+                tot += self._trees[j].n_alive
+            if tot + k <= (1 << j):
+                break
+            j += 1
+        merged = False
+        for i in range(min(j + 1, len(self._trees))):
+            t = self._trees[i]
+            if t is not None and t.n_alive > 0:
+                parts.append(t.export_alive())
+                merged = True
+            if i < len(self._trees):
+                self._trees[i] = None
+        while len(self._trees) <= j:
+            self._trees.append(None)
+        self._trees[j] = self._build(parts)
+        self._counts["merges"] += int(merged)
+
+    def _build(self, parts) -> _Structure:
+        if len(parts) == 1:
+            qs, klo, khi, rem = parts[0]
+        else:
+            qs = np.concatenate([p[0] for p in parts])
+            klo = np.concatenate([p[1] for p in parts])
+            khi = np.concatenate([p[2] for p in parts])
+            rem = np.concatenate([p[3] for p in parts])
+        self._counts["builds"] += 1
+        return _Structure(qs, np.ascontiguousarray(klo), np.ascontiguousarray(khi), np.ascontiguousarray(rem))
+
+    def _maybe_rebuild(self, i: int) -> None:
+        t = self._trees[i]
+        if t is None or 2 * t.n_alive > t.n_built:
+            return
+        self._counts["rebuilds"] += 1
+        self._trees[i] = self._build([t.export_alive()]) if t.n_alive > 0 else None
+
+    def terminate(self, qids) -> None:
+        qids = np.unique(np.asarray(qids, dtype=np.int64).ravel())
+        if qids.shape[0] == 0:
+            return
+        for i, t in enumerate(self._trees):
+            if t is None or t.n_alive == 0:
+                continue
+            locs = t.locate(qids)[1]
+            if locs.shape[0] == 0:
+                continue
+            t.n_alive -= K.kill(locs, t.NR, t.hp, t.ep, t.qn, t.qr, t.qalive)
+            self._maybe_rebuild(i)
+
+    # ---------------------------------------------------------------- elements
+    def push(self, points, weights) -> tuple[np.ndarray, np.ndarray]:
+        w = np.asarray(weights, dtype=np.int64).ravel()
+        n = w.shape[0]
+        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+        if n == 0:
+            return empty
+        pts = np.asarray(points, dtype=np.float64).reshape(n, self.dim)
+        if (w < 1).any():
+            raise ValueError("weights must be >= 1")
+        if not any(t is not None for t in self._trees):
+            return empty
+        xk = K.float_keys(pts)
+        bad = np.isnan(pts).any(axis=1)
+        if bad.any():  # a NaN coordinate lies in no range
+            w = w.copy()
+            w[bad] = 0
+        outq, outo = [], []
+        st = self._st
+        for c0 in range(0, n, CHUNK):
+            c1 = min(n, c0 + CHUNK)
+            xc, wc = xk[c0:c1], w[c0:c1]
+            for i, t in enumerate(self._trees):
+                if t is None:
+                    continue
+                if self.floor_only:
+                    K.push_floor(xc, wc, t.NR, t.tbase, t.tL, t.tH, t.tdim)
+                    continue
+                cnt = K.push_dt(
+                    xc,
+                    wc,
+                    t.NR,
+                    t.tbase,
+                    t.tL,
+                    t.tH,
+                    t.tdim,
+                    t.hp,
+                    t.ep,
+                    t.qn,
+                    t.qr,
+                    t.qalive,
+                    t.out_q,
+                    t.out_o,
+                    st,
+                )
+                if cnt:
+                    outq.append(t.qids[t.out_q[:cnt]])
+                    outo.append(t.out_o[:cnt] + c0)
+                    t.n_alive -= cnt
+                    self._maybe_rebuild(i)
+        if not outq:
+            return empty
+        q = np.concatenate(outq)
+        o = np.concatenate(outo)
+        order = np.lexsort((q, o))
+        return q[order], o[order]
+
+    # ---------------------------------------------------------------- snapshots
+    def state(self) -> dict[str, Any]:
+        """Pickle-free state: the alive queries with their remaining thresholds (tau minus the
+        weight already seen) and the structure holding each; restoring rebuilds the structures,
+        which yields the same future outputs."""
+        qs, los, his, rems, tix = [], [], [], [], []
+        for i, t in enumerate(self._trees):
+            if t is None or t.n_alive == 0:
+                continue
+            q, klo, khi, rem = t.export_alive()
+            qs.append(q)
+            los.append(K.keys_to_float(klo))
+            his.append(K.keys_to_float(khi - 1))
+            rems.append(rem)
+            tix.append(np.full(q.shape[0], i, dtype=np.int64))
+        d = self.dim
+
+        def cat(xs, shape, dtype):
+            return np.concatenate(xs) if xs else np.empty(shape, dtype=dtype)
+
+        return {
+            "dim": d,
+            "floor_only": self.floor_only,
+            "qids": cat(qs, (0,), np.int64),
+            "lo": cat(los, (0, d), np.float64),
+            "hi": cat(his, (0, d), np.float64),
+            "tau": cat(rems, (0,), np.int64),
+            "structure": cat(tix, (0,), np.int64),
+            "counts": dict(self._counts),
+            "kernel_stats": self._st.copy(),
+        }
+
+    @classmethod
+    def from_state(cls, s: dict[str, Any]) -> DT:
+        op = cls(int(s["dim"]), floor_only=bool(s.get("floor_only", False)))
+        d = op.dim
+        qids = np.asarray(s["qids"], dtype=np.int64)
+        lo = np.asarray(s["lo"], dtype=np.float64).reshape(-1, d)
+        hi = np.asarray(s["hi"], dtype=np.float64).reshape(-1, d)
+        tau = np.asarray(s["tau"], dtype=np.int64)
+        tix = np.asarray(s["structure"], dtype=np.int64)
+        for i in np.unique(tix):
+            m = tix == i
+            part = (qids[m], K.float_keys(lo[m]), K.float_keys(hi[m]) + 1, tau[m])
+            while len(op._trees) <= i:
+                op._trees.append(None)
+            op._trees[int(i)] = _Structure(*part)
+        op._counts.update({k: int(v) for k, v in dict(s.get("counts", {})).items() if k in op._counts})
+        if "kernel_stats" in s:
+            op._st[:] = np.asarray(s["kernel_stats"], dtype=np.int64)
+        return op
