@@ -90,12 +90,13 @@ def demo(
     shards: int = typer.Option(2, "--shards"),
     algo: list[str] = typer.Option(None, "--algo"),
     seed: int = typer.Option(0, "--seed"),
+    family: list[str] = typer.Option(None, "--family", help="only these query kinds (default: all families)"),
 ) -> None:
     """Generate a trade stream and a mix of queries, run them through `vigil run`, summarize, plot."""
     from .demo import run_demo
 
     try:
         run_demo(workdir, rows=rows, files=files, n_queries=queries, mode=mode, shards=shards,
-                 algos=_algos(algo), seed=seed)
+                 algos=_algos(algo), seed=seed, families=tuple(family) if family else None)
     except KeyboardInterrupt:
         sys.exit(130)
