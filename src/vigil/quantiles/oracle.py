@@ -6,8 +6,8 @@ O(n + W log W) per lookup. The answer is the *exact* phi-quantile, the element o
 ``max(1, ceil(phi*N))`` in ascending order (phi read as the decimal it is written as, see
 :func:`vigil.windows.oracle.quantile_rank`), which satisfies every (phi, eps) query.
 
-Window after element n: every pushed element with seq <= n (rows None), or those with seq in
-[n-rows+1, n]. NaN values are SQL NULLs: they are not elements of the window (N counts non-null
+Window after element n, for a query registered at ``start``: every pushed element with
+start < seq <= n (rows None), or those with seq in [max(start+1, n-rows+1), n]. NaN values are SQL NULLs: they are not elements of the window (N counts non-null
 values). Empty window -> NaN.
 
 :func:`rank_error_ok` checks an approximate answer against the family contract.
@@ -35,15 +35,15 @@ class QuantileOracle(QuantileOperator):
         super().__init__(eps, None if rows is None else int(rows))
         self._values = GrowableArray(np.float64)
         self._seqs = GrowableArray(np.int64)
-        self._q: dict[int, tuple[float, float]] = {}  # qid -> (phi, eps_q)
+        self._q: dict[int, tuple[float, float, int]] = {}  # qid -> (phi, eps_q, start)
 
-    def register(self, qid: int, phi: float, eps: float) -> None:
+    def register(self, qid: int, phi: float, eps: float, start: int = 0) -> None:
         qid = int(qid)
         if qid in self._q:
             raise ValueError(f"qid {qid} is already registered")
         if not (0 < phi <= 1):
             raise ValueError(f"phi must lie in (0, 1], got {phi}")
-        self._q[qid] = (float(phi), float(eps))
+        self._q[qid] = (float(phi), float(eps), int(start))
 
     def terminate(self, qid: int) -> None:
         self._q.pop(int(qid), None)
@@ -59,10 +59,11 @@ class QuantileOracle(QuantileOperator):
         self._values.extend(values)
         self._seqs.extend(seqs)
 
-    def window_values(self, n: int) -> np.ndarray:
-        """The non-null values of the window after element n, in arrival order."""
+    def window_values(self, n: int, start: int = 0) -> np.ndarray:
+        """The non-null values of the window after element n, in arrival order, for a query that
+        counts the elements with seq > start."""
         seqs = self._seqs.view
-        mask = seqs <= n
+        mask = (seqs <= n) & (seqs > start)
         if self.rows is not None:
             mask &= seqs >= n - self.rows + 1
         v = self._values.view[mask]
@@ -73,10 +74,13 @@ class QuantileOracle(QuantileOperator):
         for qid in qids:
             if int(qid) not in self._q:
                 raise KeyError(f"qid {int(qid)} is not registered")
-        srt = np.sort(self.window_values(n))
-        if len(srt) == 0:
-            return np.full(len(qids), math.nan)
-        return np.array([srt[quantile_rank(self._q[int(q)][0], len(srt)) - 1] for q in qids], dtype=np.float64)
+        out = np.full(len(qids), math.nan)
+        for i, q in enumerate(qids):
+            phi, _, start = self._q[int(q)]
+            srt = np.sort(self.window_values(n, start))
+            if len(srt):
+                out[i] = srt[quantile_rank(phi, len(srt)) - 1]
+        return out
 
     def state(self) -> dict[str, Any]:
         ids = sorted(self._q)
@@ -88,6 +92,7 @@ class QuantileOracle(QuantileOperator):
             "qids": np.array(ids, dtype=np.int64),
             "phi": np.array([self._q[i][0] for i in ids], dtype=np.float64),
             "eps_q": np.array([self._q[i][1] for i in ids], dtype=np.float64),
+            "start": np.array([self._q[i][2] for i in ids], dtype=np.int64),
         }
 
     @classmethod
@@ -95,8 +100,8 @@ class QuantileOracle(QuantileOperator):
         op = cls(float(s["eps"]), s["rows"])
         op._values.extend(s["values"])
         op._seqs.extend(s["seqs"])
-        for qid, phi, e in zip(s["qids"], s["phi"], s["eps_q"], strict=True):
-            op._q[int(qid)] = (float(phi), float(e))
+        for qid, phi, e, st in zip(s["qids"], s["phi"], s["eps_q"], s["start"], strict=True):
+            op._q[int(qid)] = (float(phi), float(e), int(st))
         return op
 
 

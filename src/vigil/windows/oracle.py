@@ -10,7 +10,8 @@ Semantics (DESIGN.md, ``vigil.windows`` docstring), made precise here:
 * Windows are defined on the *stream*, not on registration time: a query registered after
   element n answers from every stored element that lies in its window at lookup time, including
   elements that arrived before it was registered (so the oracle never discards elements).
-* Rows window [NL, NR] after element n: elements with seq in [n-NL+1, n-NR].
+* Rows window [NL, NR] after element n: elements with seq in [n-NL+1, n-NR]; every query counts
+  only the elements after its registration (seq > start), as DESIGN.md says of `register`.
 * Time window [TL, TR] after element n: elements with seq <= n and time in
   (t_now-TL, t_now-TR], the bounds computed in float64 exactly as written (``t_now - TL``);
   t_now is the caller's (the time of the last element with seq <= n); t_now NaN = no element yet
@@ -159,8 +160,9 @@ class WindowOracle(WindowOperator):
         self._seqs = GrowableArray(np.int64)
         self._times = GrowableArray(np.float64)
         self._q: dict[int, tuple[float, float, float | None]] = {}  # qid -> (left, right, phi)
+        self._start: dict[int, int] = {}  # qid -> registration position (counts seq > start)
 
-    def register(self, qid: int, spec: Any) -> None:
+    def register(self, qid: int, spec: Any, start: int = 0) -> None:
         qid = int(qid)
         if spec.agg != self.agg:
             raise ValueError(f"query {spec.id!r} has agg {spec.agg!r}; this operator serves {self.agg!r}")
@@ -170,9 +172,11 @@ class WindowOracle(WindowOperator):
             raise ValueError(f"qid {qid} is already registered")
         left, right = spec.time if self.time_based else spec.rows
         self._q[qid] = (left, right, None if spec.phi is None else float(spec.phi))
+        self._start[qid] = int(start)
 
     def terminate(self, qid: int) -> None:
         self._q.pop(int(qid), None)
+        self._start.pop(int(qid), None)
 
     def alive(self) -> int:
         return len(self._q)
@@ -199,7 +203,7 @@ class WindowOracle(WindowOperator):
             mask = (seqs <= n) & (times > t_now - left) & (times <= t_now - right)
         else:
             mask = (seqs >= n - left + 1) & (seqs <= n - right)
-        return self._values.view[mask]
+        return self._values.view[mask & (seqs > self._start[int(qid)])]
 
     def lookup(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> np.ndarray:
         out = np.empty(len(qids), dtype=np.float64)
@@ -222,6 +226,7 @@ class WindowOracle(WindowOperator):
             "left": np.array([self._q[i][0] for i in ids], dtype=np.float64),
             "right": np.array([self._q[i][1] for i in ids], dtype=np.float64),
             "phi": np.array([math.nan if self._q[i][2] is None else self._q[i][2] for i in ids]),
+            "start": np.array([self._start[i] for i in ids], dtype=np.int64),
         }
 
     @classmethod
@@ -234,6 +239,7 @@ class WindowOracle(WindowOperator):
         for i, qid in enumerate(s["qids"]):
             phi = float(s["phi"][i])
             op._q[int(qid)] = (conv(s["left"][i]), conv(s["right"][i]), None if math.isnan(phi) else phi)
+            op._start[int(qid)] = int(s["start"][i])
         return op
 
 
@@ -254,8 +260,9 @@ class SubstreamOracle(SubstreamOperator):
         self._keys = GrowableArray(np.int64)
         self._seqs = GrowableArray(np.int64)
         self._q: dict[int, tuple[float, float, float, float | None]] = {}  # qid -> (T, v1, v2, eps)
+        self._start: dict[int, int] = {}  # qid -> registration position (counts seq > start)
 
-    def register(self, qid: int, spec: Any) -> None:
+    def register(self, qid: int, spec: Any, start: int = 0) -> None:
         qid = int(qid)
         if spec.agg != self.agg:
             raise ValueError(f"query {spec.id!r} has agg {spec.agg!r}; this operator serves {self.agg!r}")
@@ -263,9 +270,11 @@ class SubstreamOracle(SubstreamOperator):
             raise ValueError(f"qid {qid} is already registered")
         lo, hi = spec.bounds()
         self._q[qid] = (float(spec.time), lo, hi, None if spec.epsilon is None else float(spec.epsilon))
+        self._start[qid] = int(start)
 
     def terminate(self, qid: int) -> None:
         self._q.pop(int(qid), None)
+        self._start.pop(int(qid), None)
 
     def alive(self) -> int:
         return len(self._q)
@@ -285,7 +294,7 @@ class SubstreamOracle(SubstreamOperator):
         (COUNT of non-null values, or SUM of them, NaN when all are null)."""
         T = self._q[int(qid)][0]
         times = self._times.view
-        mask = (self._seqs.view <= n) & (times > t_now - T) & (times <= t_now)
+        mask = (self._seqs.view <= n) & (self._seqs.view > self._start[int(qid)]) & (times > t_now - T) & (times <= t_now)
         keys, vals = self._keys.view[mask], self._values.view[mask]
         out: dict[int, float] = {}
         for k in np.unique(keys):
@@ -316,6 +325,7 @@ class SubstreamOracle(SubstreamOperator):
                 [[*self._q[i][:3], math.nan if self._q[i][3] is None else self._q[i][3]] for i in ids],
                 dtype=np.float64,
             ).reshape(-1, 4),
+            "start": np.array([self._start[i] for i in ids], dtype=np.int64),
         }
 
     @classmethod
@@ -325,8 +335,9 @@ class SubstreamOracle(SubstreamOperator):
         op._times.extend(s["times"])
         op._keys.extend(s["keys"])
         op._seqs.extend(s["seqs"])
-        for qid, (T, lo, hi, eps) in zip(s["qids"], s["params"], strict=True):
+        for qid, (T, lo, hi, eps), st in zip(s["qids"], s["params"], s["start"], strict=True):
             op._q[int(qid)] = (float(T), float(lo), float(hi), None if math.isnan(eps) else float(eps))
+            op._start[int(qid)] = int(st)
         return op
 
 
