@@ -7,11 +7,9 @@ stored arrays with the window's definition, then aggregating what is left: O(n) 
 
 Semantics (DESIGN.md, ``vigil.windows`` docstring), made precise here:
 
-* Windows are defined on the *stream*, not on registration time: a query registered after
-  element n answers from every stored element that lies in its window at lookup time, including
-  elements that arrived before it was registered (so the oracle never discards elements).
-* Rows window [NL, NR] after element n: elements with seq in [n-NL+1, n-NR]; every query counts
-  only the elements after its registration (seq > start), as DESIGN.md says of `register`.
+* A query registered after element ``start`` counts only elements with seq > start (DESIGN.md:
+  a query "exists from after element n (counts seq > n)"); its window is the intersection.
+* Rows window [NL, NR] after element n: elements with seq in [n-NL+1, n-NR].
 * Time window [TL, TR] after element n: elements with seq <= n and time in
   (t_now-TL, t_now-TR], the bounds computed in float64 exactly as written (``t_now - TL``);
   t_now is the caller's (the time of the last element with seq <= n); t_now NaN = no element yet
