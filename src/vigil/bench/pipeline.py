@@ -1,0 +1,326 @@
+"""``vigil bench pipeline``: the Spark pipeline's cost over the in-process engine, and a soak run.
+
+Presets:
+
+* ``throughput``: the same workload through (a) ``Engine.process`` in-process on batches already
+  in memory and (b) ``vigil run`` in driver mode (Parquet files of B rows, one micro-batch each,
+  session already started), for B = 10k, 100k, 1M rows (x ``scale``). Workloads: ``threshold``
+  (paper 000's setup from :mod:`vigil.workloads.threshold`: m = 100,000 x scale interval queries,
+  uniform points, weights N(100, 15)) and ``mixed`` (the demo's trade stream and query mix).
+  Reported: elements/s of both and the overhead ratio spark_seconds / engine_seconds.
+* ``soak``: ``vigil run`` with a processing-time trigger while a feeder keeps writing stream
+  files and query operations that register and terminate queries continuously (churn); every
+  batch's driver RSS and snapshot size are recorded; memory must stay bounded.
+
+``run_preset(preset, scale, algos, out, minutes=None)`` writes the result JSON of DESIGN.md
+(``family="pipeline"``) and a PNG beside it, and returns the document.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+PRESETS = ("throughput", "soak")
+BATCHES = (10_000, 100_000, 1_000_000)
+
+
+def _rss_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+# ----------------------------------------------------------------------------- workloads
+
+
+def threshold_workload(n: int, m: int, seed: int = 0) -> tuple[pa.Table, list[dict]]:
+    """Paper 000's 1D setup as an event log: column x (points), w (weights); m interval queries
+    registered at 0, thresholds set so that queries mature during the stream."""
+    from vigil.workloads.threshold import ThresholdWorkloadParams, draw_elements, draw_queries
+
+    tau = max(10, int(0.1 * 100 * n / 4))  # expected maturity after ~n/4 elements
+    p = ThresholdWorkloadParams(dim=1, m=m, tau=tau, seed=seed)
+    rng = np.random.default_rng(seed)
+    pts, w = draw_elements(rng, n, p)
+    lo, hi = draw_queries(rng, m, p)
+    stream = pa.table({"x": pa.array(pts[:, 0]), "w": pa.array(w)})
+    ops = [{"op": "register", "at": 0, "query": {"id": f"q{i}", "type": "threshold",
+                                                 "where": {"x": [float(lo[i, 0]), float(hi[i, 0])]},
+                                                 "weight": "w", "threshold": tau}} for i in range(m)]
+    return stream, ops
+
+
+def mixed_workload(n: int, n_queries: int, seed: int = 0) -> tuple[pa.Table, list[dict]]:
+    from vigil.workloads.trades import trade_queries, trades
+
+    return trades(n, n_symbols=60, seed=seed), trade_queries(n, n_queries, n_symbols=60, seed=seed + 1)
+
+
+# ----------------------------------------------------------------------------- throughput
+
+
+def _inprocess(stream: pa.Table, ops: list, batch: int, algos: dict) -> tuple[float, int]:
+    from vigil.engine import Engine
+
+    eng = Engine(algos=algos, columns=set(stream.column_names))
+    t0 = time.perf_counter()
+    eng.add_operations(ops)
+    outs = 0
+    for a in range(0, stream.num_rows, batch):
+        outs += eng.process(stream.slice(a, batch)).num_rows
+    outs += eng.finish().num_rows
+    return time.perf_counter() - t0, outs
+
+
+def _spark(stream: pa.Table, ops: list, batch: int, algos: dict, spark, work: Path) -> tuple[float, int, list]:
+    from vigil.pipeline import sinks
+    from vigil.pipeline.driver import RunConfig, run
+
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "s").mkdir(parents=True)
+    (work / "q").mkdir(parents=True)
+    for i, a in enumerate(range(0, stream.num_rows, batch)):
+        pq.write_table(stream.slice(a, batch), work / "s" / f"part-{i:05d}.parquet")
+    with (work / "q" / "ops.jsonl").open("w") as f:
+        for o in ops:
+            f.write(json.dumps(o) + "\n")
+    cfg = RunConfig(stream=str(work / "s"), queries=str(work / "q"), out=str(work / "out"),
+                    checkpoint=str(work / "ck"), max_files_per_batch=1, algos=algos, quiet=True)
+    t0 = time.perf_counter()
+    run(cfg, spark)
+    dt = time.perf_counter() - t0
+    ms = sinks.read_metrics(work / "out")
+    n_out = sinks.read_all(work / "out").num_rows
+    return dt, n_out, ms
+
+
+def throughput(scale: float, algos: dict, work: Path, console, workloads=("threshold", "mixed"),
+               batches=BATCHES) -> list:
+    from vigil.bench.common import Result
+    from vigil.pipeline.session import get_session
+
+    spark = get_session()
+    results = []
+    for wl in workloads:
+        for b in batches:
+            bb = max(1000, int(b * scale))
+            n = bb * 3
+            if wl == "threshold":
+                stream, ops = threshold_workload(n, max(100, int(100_000 * scale)))
+            else:
+                stream, ops = mixed_workload(n, max(50, int(2000 * scale)))
+            t_in, out_in = _inprocess(stream, ops, bb, algos)
+            t_sp, out_sp, ms = _spark(stream, ops, bb, algos, spark, work / f"{wl}-{bb}")
+            snap = [m["snapshot_bytes"] for m in ms if not m.get("final")]
+            snap_s = [m["snapshot_s"] for m in ms if not m.get("final")]
+            extra = {
+                "point": {"workload": wl, "batch": bb},
+                "engine_seconds": t_in, "spark_seconds": t_sp, "overhead_ratio": t_sp / t_in,
+                "engine_elements_per_s": n / t_in, "spark_elements_per_s": n / t_sp,
+                "outputs_equal": out_in == out_sp, "outputs": out_sp,
+                "snapshot_bytes_mean": float(np.mean(snap)) if snap else 0.0,
+                "snapshot_seconds_mean": float(np.mean(snap_s)) if snap_s else 0.0,
+                "collect_seconds_mean": float(np.mean([m["collect_s"] for m in ms if not m.get("final")] or [0])),
+            }
+            results.append(Result(algo=f"spark-driver/{wl}", seconds=t_sp, operations=n, extra=extra))
+            console.print(
+                f"{wl:9s} batch {bb:>9,}: engine {n / t_in:>11,.0f} el/s  spark {n / t_sp:>11,.0f} el/s  "
+                f"overhead x{t_sp / t_in:.2f}  snapshot {extra['snapshot_bytes_mean'] / 1e6:.1f} MB "
+                f"in {extra['snapshot_seconds_mean']:.3f} s  outputs equal: {out_in == out_sp}",
+                soft_wrap=True,
+            )
+    return results
+
+
+# ----------------------------------------------------------------------------- soak
+
+
+def soak(minutes: float, scale: float, algos: dict, work: Path, console, kinds=(0, 1, 2, 3)) -> list:
+    """Continuous churn through a processing-time trigger; returns one Result with the RSS and
+    snapshot-size curves in ``extra``."""
+    from vigil.bench.common import Result
+    from vigil.pipeline import sinks
+    from vigil.pipeline.driver import RunConfig, run
+    from vigil.pipeline.session import get_session
+    from vigil.workloads.trades import trades
+
+    shutil.rmtree(work, ignore_errors=True)
+    sd, qd = work / "s", work / "q"
+    sd.mkdir(parents=True)
+    qd.mkdir(parents=True)
+    rows_per_file = max(1000, int(50_000 * scale))
+    alive_target = max(50, int(5000 * scale))
+    stop = threading.Event()
+    state = {"files": 0, "next_q": 0, "alive": []}
+    rng = np.random.default_rng(0)
+
+    def write_step() -> None:
+        i = state["files"]
+        t = trades(rows_per_file, n_symbols=60, seed=1000 + i, start=i * rows_per_file, with_rel=False)
+        tmp = sd / f".part-{i:06d}.parquet.tmp"
+        pq.write_table(t, tmp)
+        at = i * rows_per_file  # operations for the coming file
+        ops = []
+        # terminate about a third of the alive queries, register until the target is reached
+        alive = state["alive"]
+        kill = rng.random(len(alive)) < 0.33
+        for qid in [q for q, k in zip(alive, kill, strict=True) if k]:
+            ops.append({"op": "terminate", "at": at + int(rng.integers(0, rows_per_file)), "id": qid})
+        alive = [q for q, k in zip(alive, kill, strict=True) if not k]
+        while len(alive) < alive_target:
+            q = state["next_q"]
+            state["next_q"] += 1
+            qid = f"soak-{q}"
+            kind = kinds[q % len(kinds)]
+            if kind == 0:
+                spec = {"type": "threshold", "where": {"symbol": "AAPL", "price": [0, 1e6]}, "weight": "shares",
+                        "threshold": int(rng.integers(10_000, 10_000_000))}
+            elif kind == 1:
+                spec = {"type": "threshold", "where": {"nasdaq": [4400, 4600]}, "threshold": int(rng.integers(1000, 10**7))}
+            elif kind == 2:
+                spec = {"type": "window_aggregate", "agg": "sum", "column": "shares", "rows": [1000, 0]}
+            else:
+                spec = {"type": "quantile", "column": "price", "phi": 0.5, "epsilon": 0.01, "rows": 5000}
+            ops.append({"op": "register", "at": at + int(rng.integers(0, rows_per_file)), "query": {"id": qid, **spec}})
+            alive.append(qid)
+        state["alive"] = alive
+        (qd / f".ops-{i:06d}.jsonl.tmp").write_text("\n".join(json.dumps(o) for o in ops) + "\n")
+        (qd / f".ops-{i:06d}.jsonl.tmp").rename(qd / f"ops-{i:06d}.jsonl")  # ops before their rows
+        tmp.rename(sd / f"part-{i:06d}.parquet")
+        state["files"] += 1
+
+    write_step()
+
+    def feeder() -> None:
+        while not stop.is_set():
+            write_step()
+            stop.wait(1.0)
+
+    spark = get_session()
+    th = threading.Thread(target=feeder, daemon=True)
+    th.start()
+    rss: list[tuple[float, float]] = []
+    t0 = time.perf_counter()
+
+    def sampler() -> None:
+        while not stop.is_set():
+            rss.append((time.perf_counter() - t0, _rss_mb()))
+            stop.wait(2.0)
+
+    th2 = threading.Thread(target=sampler, daemon=True)
+    th2.start()
+    cfg = RunConfig(stream=str(sd), queries=str(qd), out=str(work / "out"), checkpoint=str(work / "ck"),
+                    trigger="2 seconds", max_files_per_batch=2, algos=algos, quiet=True, timeout=minutes * 60,
+                    finish=False)
+    try:
+        s = run(cfg, spark)
+    finally:
+        stop.set()
+        th.join()
+        th2.join()
+    ms = [m for m in sinks.read_metrics(work / "out") if not m.get("final")]
+    snaps = [m["snapshot_bytes"] for m in ms]
+    half = len(rss) // 2
+    first, second = [r for _, r in rss[:half]], [r for _, r in rss[half:]]
+    extra = {
+        "point": {"minutes": minutes, "rows_per_file": rows_per_file, "alive_target": alive_target},
+        "batches": len(ms), "rows": s["rows_in"], "ops": s["ops_in"],
+        "rss_mb_first_half_max": max(first) if first else None,
+        "rss_mb_second_half_max": max(second) if second else None,
+        "snapshot_bytes_first": snaps[0] if snaps else None, "snapshot_bytes_last": snaps[-1] if snaps else None,
+        "snapshot_bytes_max": max(snaps) if snaps else None,
+        "alive_last": sum(ms[-1]["alive"].values()) if ms else 0,
+        "curve": {"x": [t for t, _ in rss], "rss_mb": [r for _, r in rss],
+                  "snapshot_bytes": snaps, "xlabel": "seconds"},
+    }
+    console.print(
+        f"soak {minutes:g} min: {len(ms)} batches, {s['rows_in']:,} rows, {s['ops_in']:,} operations; driver RSS "
+        f"max {extra['rss_mb_first_half_max']} MB (1st half) vs {extra['rss_mb_second_half_max']} MB (2nd half); "
+        f"snapshot {extra['snapshot_bytes_first']} -> {extra['snapshot_bytes_last']} bytes; "
+        f"alive queries at the end {extra['alive_last']}"
+    )
+    return [Result(algo="spark-driver/soak", seconds=s["seconds"], operations=max(1, s["rows_in"]), extra=extra)]
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def run_preset(preset: str, scale: float | None = None, algos: dict[str, str] | None = None,
+               out: str | Path = "results/pipeline.json", minutes: float | None = None,
+               workdir: str | Path | None = None, **kw) -> dict[str, Any]:
+    from rich.console import Console
+
+    from vigil.bench.common import result_doc, write_json
+
+    if preset not in PRESETS:
+        raise ValueError(f"unknown pipeline preset {preset!r}; expected one of {PRESETS}")
+    console = Console(stderr=True)
+    scale = 1.0 if scale is None else float(scale)
+    algos = dict(algos or {})
+    tmp = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="vigil-bench-pipeline-"))
+    try:
+        if preset == "throughput":
+            results = throughput(scale, algos, tmp, console, **kw)
+            params = {"scale": scale, "batches": [max(1000, int(b * scale)) for b in BATCHES], "algos": algos}
+        else:
+            minutes = 2.0 if minutes is None else float(minutes)
+            results = soak(minutes, scale, algos, tmp, console, **kw)
+            params = {"scale": scale, "minutes": minutes, "algos": algos}
+    finally:
+        if not workdir:
+            shutil.rmtree(tmp, ignore_errors=True)
+    doc = result_doc("pipeline", preset, params, results)
+    write_json(out, doc)
+    _plot(doc, Path(out).with_suffix(".png"))
+    return doc
+
+
+def _plot(doc: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    if doc["preset"] == "throughput":
+        for wl in ("threshold", "mixed"):
+            rs = [r for r in doc["results"] if r["extra"]["point"]["workload"] == wl]
+            if not rs:
+                continue
+            x = [r["extra"]["point"]["batch"] for r in rs]
+            ax.plot(x, [r["extra"]["engine_elements_per_s"] for r in rs], "o--", label=f"{wl}: engine in-process")
+            ax.plot(x, [r["extra"]["spark_elements_per_s"] for r in rs], "s-", label=f"{wl}: spark driver mode")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("rows per micro-batch")
+        ax.set_ylabel("elements / s")
+        ax.set_title("vigil run (driver mode) vs the engine in-process")
+    else:
+        c = doc["results"][0]["extra"]["curve"]
+        ax.plot(c["x"], c["rss_mb"], label="driver RSS (MB)")
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("MB")
+        ax2 = ax.twinx()
+        ax2.plot(np.linspace(0, max(c["x"] or [1]), len(c["snapshot_bytes"])),
+                 [b / 1e6 for b in c["snapshot_bytes"]], "r.", label="snapshot (MB)")
+        ax2.set_ylabel("snapshot MB")
+        ax.set_title("vigil run soak: memory under continuous query churn")
+    ax.legend(loc="best", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
