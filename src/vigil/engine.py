@@ -823,10 +823,12 @@ class Engine:
                 "join_output": self.join_output,
                 "columns": None if self.columns is None else sorted(self.columns),
                 "position": self.position,
-                "ids": self.ids,
-                "specs": self.specs,
-                "where": [[q, k] for q, k in self.where.items()],
-                "groups": [{"key": k, "qids": sorted(g.qids), "state": g.state()} for k, g in self.groups.items()],
+                # per-query bookkeeping as single JSON strings: one field, not a million
+                "ids": json.dumps(self.ids),
+                "specs": json.dumps(self.specs),
+                "where": json.dumps(list(self.where.items())),
+                "groups": [{"key": k, "qids": np.array(sorted(g.qids), np.int64), "state": g.state()}
+                           for k, g in self.groups.items()],
                 "pending": [[a, b, json.dumps(op)] for a, b, op in self.pending],
                 "arrival": self.arrival,
                 "counts": self.counts,
@@ -842,15 +844,15 @@ class Engine:
             raise ValueError(f"unknown snapshot version {s.get('version')!r}")
         eng = cls(s["algos"], s["quantile_epsilon"], s["join_output"], None if s["columns"] is None else set(s["columns"]))
         eng.position = s["position"]
-        eng.ids = list(s["ids"])
-        eng.specs = list(s["specs"])
+        eng.ids = json.loads(s["ids"])
+        eng.specs = json.loads(s["specs"])
         eng.by_id = {ident: q for q, ident in enumerate(eng.ids)}
-        eng.where = {int(q): k for q, k in s["where"]}
+        eng.where = {int(q): k for q, k in json.loads(s["where"])}
         for gs in s["groups"]:
             family, params = json.loads(gs["key"])
             g = _GROUP_BY_FAMILY[family](eng, params)
             g.load(gs["state"])
-            g.qids = set(gs["qids"])
+            g.qids = set(gs["qids"].tolist())
             eng.groups[gs["key"]] = g
         eng.pending = [(a, b, json.loads(op)) for a, b, op in s["pending"]]
         eng.arrival = s["arrival"]
