@@ -92,7 +92,12 @@ def main() -> None:
         done += 1
         if done % 100 == 0:
             el = time.process_time() - t0
-            print(f"  {n} elements, alive {op.alive()}, {el:.1f}s, {op.nbytes() / 2**20:.0f} MiB", flush=True)
+            st = op.stats
+            print(
+                f"  {n} elements, alive {op.alive()}, {el:.1f}s (push {t_push:.1f}), "
+                f"{op.nbytes() / 2**20:.0f} MiB, signals {st['signals']}, rounds {st['rounds']}",
+                flush=True,
+            )
     total = time.process_time() - t0
     ops = m + n + n_term
     print(f"m={m} d={d} tau={tau} floor={a.floor}: n={n} terminated={n_term} matured={n_mat}")

@@ -63,8 +63,8 @@ _LO32 = np.int64(0xFFFFFFFF)
 KINF1 = np.int64(0x7FF0000000000001)
 
 # indices of the statistics vector filled by the kernels
-ST_SIGNALS, ST_ROUNDS, ST_MATURED, ST_DIRECT = 0, 1, 2, 3
-N_STATS = 4
+ST_SIGNALS, ST_ROUNDS, ST_MATURED, ST_DIRECT, ST_PURGED = 0, 1, 2, 3, 4
+N_STATS = 5
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,12 +262,32 @@ def next_groups(prow, row0, nrows, NR, tree0):
     return mgrp, G
 
 
+@nb.njit(cache=True, inline="always")
+def _root(toff, n):
+    """Slot of the root of the tournament tree with n leaves starting at slot toff."""
+    off = toff
+    while n > 1:
+        off += n
+        n = (n + 3) >> 2
+    return off
+
+
+@nb.njit(cache=True)
+def _region(n):
+    """Slots used by a tournament tree with n >= 1 leaves (leaves + every internal level)."""
+    t = n
+    while n > 1:
+        n = (n + 3) >> 2
+        t += n
+    return t
+
+
 @nb.njit(cache=True)
 def build_heaps(NR, prow, eoff, rem):
-    """Create the per-node heaps and start one distributed-tracking instance per query
-    (§3.2/§7: slack ``floor(tau/(2h))`` if ``tau > 6h``, direct mode otherwise); all counters are 0.
-    ``prow[eoff[q]:eoff[q+1]]`` are the canonical (participant) nodes of local query q.
-    Returns ``(hp, ep, qn, qr)``. O(E) time (counting sort by node, bottom-up heapify)."""
+    """Create the per-node priority queues H(u) and start one distributed-tracking instance per
+    query (§3.2/§7: slack ``floor(tau/(2h))`` if ``tau > 6h``, direct mode otherwise); all counters
+    are 0. ``prow[eoff[q]:eoff[q+1]]`` are the canonical (participant) nodes of local query q.
+    Returns ``(tt, qn, qr)``. O(E) time (counting sort by node, bottom-up tournaments)."""
     R = NR.shape[0]
     k = rem.shape[0]
     E = eoff[k]
@@ -276,11 +296,12 @@ def build_heaps(NR, prow, eoff, rem):
         cnt[prow[e]] += 1
     s = 0
     for r in range(R):
-        NR[r, 3] = (s << 32) | cnt[r]
+        n = cnt[r]
+        NR[r, 3] = (s << 32) | n
         cnt[r] = s
-        s += NR[r, 3] & _LO32
-    hp = np.empty((E, 2), np.int64)
-    ep = np.empty(E, np.int32)
+        if n > 0:
+            s += _region(n)
+    tt = np.empty((s, 2), np.int64)
     qn = np.empty((E, 2), np.int32)
     qr = np.zeros((k + 1, 4), np.int64)
     for q in range(k):
@@ -296,124 +317,82 @@ def build_heaps(NR, prow, eoff, rem):
             key = qr[q, 1]
         for j in range(e0, e0 + h):
             r = prow[j]
-            e = cnt[r]  # entry ids are node-major: entry e starts in slot e
-            cnt[r] = e + 1
-            hp[e, 0] = key
-            hp[e, 1] = (q << 32) | e
-            ep[e] = e
+            slot = cnt[r]
+            cnt[r] = slot + 1
+            tt[slot, 0] = key
+            tt[slot, 1] = (q << 32) | slot
             qn[j, 0] = r
-            qn[j, 1] = e
+            qn[j, 1] = slot
     qr[k, 3] = E
     for r in range(R):
         n = NR[r, 3] & _LO32
         if n == 0:
             continue
-        base = NR[r, 3] >> 32
-        i = (n - 2) // _D
-        while i >= 0:
-            _sift_down(hp, ep, base, n, i)
-            i -= 1
-        NR[r, 2] = hp[base, 0]
-    return hp, ep, qn, qr
+        off = NR[r, 3] >> 32
+        while n > 1:
+            nxt = off + n
+            m = (n + 3) >> 2
+            for p in range(m):
+                c0 = off + 4 * p
+                c1 = min(c0 + 4, off + n)
+                mk = tt[c0, 0]
+                mv = tt[c0, 1]
+                for c in range(c0 + 1, c1):
+                    if tt[c, 0] < mk:
+                        mk = tt[c, 0]
+                        mv = tt[c, 1]
+                tt[nxt + p, 0] = mk
+                tt[nxt + p, 1] = mv
+            off = nxt
+            n = m
+        NR[r, 2] = tt[off, 0]
+    return tt, qn, qr
 
 
 # --------------------------------------------------------------------------------------------
-# indexed 4-ary min-heaps over the pool (one per node; children of slot i: D*i+1 .. D*i+D)
+# the per-node priority queues H(u): array-embedded 4-ary tournament (winner) trees
 # --------------------------------------------------------------------------------------------
+#
+# Node u's queue occupies the slots [toff, toff + region(n)) of ``tt``: its n leaves (one per
+# entry, never moving), then each internal level (a node holds the minimum (sigma, payload) of its
+# 4 children), the root last. Payload = q << 32 | leaf slot. Changing one key re-plays the matches
+# on the leaf's path, stopping as soon as a winner is unchanged: O(log_4 n) with one 4-slot group
+# read per level and no position index to maintain (the leaves are fixed).
 
-_D = 4
 
-
-@nb.njit(cache=True, inline="always")
-def _sift_up(hp, ep, base, i):
-    key = hp[base + i, 0]
-    v = hp[base + i, 1]
-    while i > 0:
-        p = (i - 1) // _D
-        pk = hp[base + p, 0]
-        if pk <= key:
-            break
-        pv = hp[base + p, 1]
-        hp[base + i, 0] = pk
-        hp[base + i, 1] = pv
-        ep[pv & _LO32] = base + i
+@nb.njit(cache=True)
+def _set_key(NR, tt, r, slot, newkey):
+    """Set the key of leaf ``slot`` of H(r) and re-play its matches; keep NR[r, 2] = min."""
+    info = NR[r, 3]
+    off = info >> 32
+    n = info & _LO32
+    tt[slot, 0] = newkey
+    i = slot - off
+    while n > 1:
+        p = i >> 2
+        c0 = off + (p << 2)
+        c1 = min(c0 + 4, off + n)
+        mk = tt[c0, 0]
+        mv = tt[c0, 1]
+        for c in range(c0 + 1, c1):
+            if tt[c, 0] < mk:
+                mk = tt[c, 0]
+                mv = tt[c, 1]
+        off += n
+        n = (n + 3) >> 2
+        pp = off + p
+        if tt[pp, 0] == mk and tt[pp, 1] == mv:
+            return
+        tt[pp, 0] = mk
+        tt[pp, 1] = mv
         i = p
-    hp[base + i, 0] = key
-    hp[base + i, 1] = v
-    ep[v & _LO32] = base + i
-
-
-@nb.njit(cache=True, inline="always")
-def _sift_down(hp, ep, base, n, i):
-    key = hp[base + i, 0]
-    v = hp[base + i, 1]
-    while True:
-        c = _D * i + 1
-        if c >= n:
-            break
-        m = c
-        mk = hp[base + c, 0]
-        end = min(c + _D, n)
-        for cc in range(c + 1, end):
-            k2 = hp[base + cc, 0]
-            if k2 < mk:
-                m = cc
-                mk = k2
-        if mk >= key:
-            break
-        mv = hp[base + m, 1]
-        hp[base + i, 0] = mk
-        hp[base + i, 1] = mv
-        ep[mv & _LO32] = base + i
-        i = m
-    hp[base + i, 0] = key
-    hp[base + i, 1] = v
-    ep[v & _LO32] = base + i
+    NR[r, 2] = tt[off, 0]
 
 
 @nb.njit(cache=True)
-def _set_key(NR, hp, ep, r, e, newkey):
-    slot = ep[e]
-    info = NR[r, 3]
-    base = info >> 32
-    old = hp[slot, 0]
-    hp[slot, 0] = newkey
-    if newkey < old:
-        _sift_up(hp, ep, base, slot - base)
-    elif newkey > old:
-        _sift_down(hp, ep, base, info & _LO32, slot - base)
-    NR[r, 2] = hp[base, 0]
-
-
-@nb.njit(cache=True)
-def _remove(NR, hp, ep, r, e):
-    slot = ep[e]
-    info = NR[r, 3]
-    base = info >> 32
-    last = (info & _LO32) - 1
-    NR[r, 3] = info - 1
-    ep[e] = -1
-    i = slot - base
-    if i != last:
-        old = hp[slot, 0]
-        lk = hp[base + last, 0]
-        lv = hp[base + last, 1]
-        hp[slot, 0] = lk
-        hp[slot, 1] = lv
-        ep[lv & _LO32] = slot
-        if lk < old:
-            _sift_up(hp, ep, base, i)
-        elif lk > old:
-            _sift_down(hp, ep, base, last, i)
-    NR[r, 2] = hp[base, 0] if last > 0 else I64_MAX
-
-
-@nb.njit(cache=True)
-def _remove_query(NR, hp, ep, qn, qr, q):
+def _remove_query(NR, tt, qn, qr, q):
     for j in range(qr[q, 3], qr[q + 1, 3]):
-        e = qn[j, 1]
-        if ep[e] >= 0:
-            _remove(NR, hp, ep, qn[j, 0], e)
+        _set_key(NR, tt, qn[j, 0], qn[j, 1], I64_MAX)
 
 
 # --------------------------------------------------------------------------------------------
@@ -422,24 +401,26 @@ def _remove_query(NR, hp, ep, qn, qr, q):
 
 
 @nb.njit(cache=True)
-def _fire(r, c, i, NR, hp, ep, qn, qr, qalive, out_q, out_o, nout, st):
+def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
     """Counter of node r is now c (>= the top sigma of H(r)): deliver every due signal."""
     while True:
         info = NR[r, 3]
-        n = info & _LO32
-        if n == 0:
-            NR[r, 2] = I64_MAX
-            break
-        base = info >> 32
-        s0 = hp[base, 0]
+        rp = _root(info >> 32, info & _LO32)
+        s0 = tt[rp, 0]
         if s0 > c:
-            NR[r, 2] = s0
             break
-        q = hp[base, 1] >> 32
+        v = tt[rp, 1]
+        q = v >> 32
+        slot = v & _LO32
+        lq = qr[q, 1]
+        if lq < 0:
+            # entry of a terminated query (lazy deletion): drop it now that it surfaced
+            _set_key(NR, tt, r, slot, I64_MAX)
+            st[ST_PURGED] += 1
+            continue
         e0 = qr[q, 3]
         e1 = qr[q + 1, 3]
         h = e1 - e0
-        lq = qr[q, 1]
         if lq > 0:
             # weighted round (§7): one increment may carry several signals; they stop when the
             # coordinator has its h signals and announces the end of the round
@@ -448,8 +429,7 @@ def _fire(r, c, i, NR, hp, ep, qn, qr, qalive, out_q, out_o, nout, st):
             if ksig < need:
                 qr[q, 2] += ksig
                 st[ST_SIGNALS] += ksig
-                hp[base, 0] = s0 + ksig * lq
-                _sift_down(hp, ep, base, n, 0)
+                _set_key(NR, tt, r, slot, s0 + ksig * lq)
                 continue
             st[ST_SIGNALS] += need
             st[ST_ROUNDS] += 1
@@ -462,7 +442,8 @@ def _fire(r, c, i, NR, hp, ep, qn, qr, qalive, out_q, out_o, nout, st):
                 nout += 1
                 st[ST_MATURED] += 1
                 qalive[q] = 0
-                _remove_query(NR, hp, ep, qn, qr, q)
+                qr[q, 1] = -1
+                _remove_query(NR, tt, qn, qr, q)
                 continue
             remq = qr[q, 0] - S
             if remq <= 6 * h:
@@ -471,14 +452,14 @@ def _fire(r, c, i, NR, hp, ep, qn, qr, qalive, out_q, out_o, nout, st):
                 st[ST_DIRECT] += 1
                 for j in range(e0, e1):
                     u = qn[j, 0]
-                    _set_key(NR, hp, ep, u, qn[j, 1], NR[u, 1] + 1)
+                    _set_key(NR, tt, u, qn[j, 1], NR[u, 1] + 1)
             else:
                 nl = remq // (2 * h)
                 qr[q, 1] = nl
                 qr[q, 2] = 0
                 for j in range(e0, e1):
                     u = qn[j, 0]
-                    _set_key(NR, hp, ep, u, qn[j, 1], NR[u, 1] + nl)
+                    _set_key(NR, tt, u, qn[j, 1], NR[u, 1] + nl)
         else:
             # direct mode (tau <= 6h): every counter change is reported
             a = qr[q, 2] + c - (s0 - 1)
@@ -490,10 +471,10 @@ def _fire(r, c, i, NR, hp, ep, qn, qr, qalive, out_q, out_o, nout, st):
                 nout += 1
                 st[ST_MATURED] += 1
                 qalive[q] = 0
-                _remove_query(NR, hp, ep, qn, qr, q)
+                qr[q, 1] = -1
+                _remove_query(NR, tt, qn, qr, q)
                 continue
-            hp[base, 0] = c + 1
-            _sift_down(hp, ep, base, n, 0)
+            _set_key(NR, tt, r, slot, c + 1)
     return nout
 
 
@@ -503,93 +484,155 @@ def _fire(r, c, i, NR, hp, ep, qn, qr, qalive, out_q, out_o, nout, st):
 
 
 @nb.njit(cache=True)
-def push_dt(xk, w, NR, tbase, tL, tH, tdim, hp, ep, qn, qr, qalive, out_q, out_o, st):
-    """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) one at a time through
-    one structure: descend the primary tree and, for d > 1, the secondary trees of the nodes on the
-    path (§6); each visited node of the last dimension gets ``c(u) += w`` and, if its heap top is
-    due, signals (§4). Returns the number of maturities written to ``out_q`` (local query) /
-    ``out_o`` (row), in order of rows. O(log^d m) per element plus O(log m) per signal."""
-    n = xk.shape[0]
-    d = xk.shape[1]
-    last = d - 1
-    nout = 0
-    stack = np.empty(70 * d, np.int64)
-    for i in range(n):
-        wi = w[i]
-        if wi <= 0:
-            continue
-        stack[0] = 0
-        sp = 1
-        while sp > 0:
-            sp -= 1
-            t = stack[sp]
-            kd = tdim[t]
-            x = xk[i, kd]
-            base = tbase[t]
-            L = tL[t]
-            H = tH[t]
-            j = 0
-            off = 0
-            if kd == last:
-                for lev in range(H + 1):
-                    row = base + off + j
-                    c = NR[row, 1] + wi
-                    NR[row, 1] = c
-                    if c >= NR[row, 2]:
-                        nout = _fire(row, c, i, NR, hp, ep, qn, qr, qalive, out_q, out_o, nout, st)
-                    if lev < H:
-                        off += ((L - 1) >> (H - lev)) + 1
-                        j = 2 * j + (1 if x >= NR[row, 0] else 0)
-            else:
-                for lev in range(H + 1):
-                    row = base + off + j
+def _locate(xk, w, i0, i1, tbase, tL, tH, tdim, NR, last, it_el, it_tree, it_leaf, cur, tmp):
+    """Phase A of a group of elements ``i0..i1-1``: descend every tree an element must visit, level
+    by level across all (element, tree) pairs at once (ordered by height, so each level is a prefix
+    of the list), so that the cache misses of independent descents overlap (and phase B finds the
+    rows in cache). Reads only split keys and child links, which never change after the build. Writes one item (element,
+    last-dimension tree, leaf index) per visited last-dimension tree, grouped by element in
+    increasing order; returns the number of items. ``cur``/``tmp``: int64[cap, 6] scratch."""
+    # cur columns: 0 element, 1 tree, 2 j (index in level), 3 level offset, 4 x, 5 height
+    ncur = 0
+    for i in range(i0, i1):
+        if w[i] > 0:
+            cur[ncur, 0] = i
+            cur[ncur, 1] = 0
+            ncur += 1
+    nit = 0
+    hist = np.zeros(66, np.int64)
+    while ncur > 0:
+        kd = tdim[cur[0, 1]]
+        # order by height, tallest first
+        hist[:] = 0
+        for p in range(ncur):
+            hh = tH[cur[p, 1]]
+            hist[64 - hh] += 1
+        acc = 0
+        for b in range(66):
+            c = hist[b]
+            hist[b] = acc
+            acc += c
+        for p in range(ncur):
+            t = cur[p, 1]
+            hh = tH[t]
+            dst = hist[64 - hh]
+            hist[64 - hh] = dst + 1
+            tmp[dst, 0] = cur[p, 0]
+            tmp[dst, 1] = t
+            tmp[dst, 2] = 0
+            tmp[dst, 3] = 0
+            tmp[dst, 4] = xk[cur[p, 0], kd]
+            tmp[dst, 5] = hh
+        maxh = tmp[0, 5]
+        nchild = 0
+        active = ncur
+        for lev in range(maxh + 1):
+            while active > 0 and tmp[active - 1, 5] < lev:
+                active -= 1
+            for p in range(active):
+                t = tmp[p, 1]
+                H = tmp[p, 5]
+                row = tbase[t] + tmp[p, 3] + tmp[p, 2]
+                if kd != last:
                     ch = NR[row, 1]
                     if ch >= 0:
-                        stack[sp] = ch
-                        sp += 1
-                    if lev < H:
-                        off += ((L - 1) >> (H - lev)) + 1
-                        j = 2 * j + (1 if x >= NR[row, 0] else 0)
-    return nout
+                        cur[nchild, 0] = tmp[p, 0]
+                        cur[nchild, 1] = ch
+                        nchild += 1
+                if lev < H:
+                    tmp[p, 3] += ((tL[t] - 1) >> (H - lev)) + 1
+                    tmp[p, 2] = 2 * tmp[p, 2] + (1 if tmp[p, 4] >= NR[row, 0] else 0)
+        if kd == last:
+            for p in range(ncur):
+                it_el[nit] = tmp[p, 0]
+                it_tree[nit] = tmp[p, 1]
+                it_leaf[nit] = tmp[p, 2]
+                nit += 1
+            break
+        ncur = nchild
+    # group items by element (stable counting sort over the small element range)
+    if nit > 1:
+        span = i1 - i0
+        cnt = np.zeros(span + 1, np.int64)
+        for p in range(nit):
+            cnt[it_el[p] - i0 + 1] += 1
+        for e in range(span):
+            cnt[e + 1] += cnt[e]
+        for p in range(nit):
+            tmp[p, 0] = it_el[p]
+            tmp[p, 1] = it_tree[p]
+            tmp[p, 2] = it_leaf[p]
+        for p in range(nit):
+            k = tmp[p, 0] - i0
+            dst = cnt[k]
+            cnt[k] = dst + 1
+            it_el[dst] = tmp[p, 0]
+            it_tree[dst] = tmp[p, 1]
+            it_leaf[dst] = tmp[p, 2]
+    return nit
+
+
+_GROUP = 16
 
 
 @nb.njit(cache=True)
-def push_floor(xk, w, NR, tbase, tL, tH, tdim):
-    """The counter-maintenance pass alone (same descent as :func:`push_dt`, no heap inspection):
-    the cost floor of any algorithm built on these trees."""
+def push_dt(xk, w, NR, tbase, tL, tH, tdim, tt, qn, qr, qalive, out_q, out_o, st, floor):
+    """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) through one structure.
+    Each element visits the root-to-leaf path of the primary tree and, for d > 1, of the
+    secondary trees of the nodes on it (§6); each visited node of the last dimension gets
+    ``c(u) += w`` and, if its heap top is due, signals (§4).
+
+    Elements are taken in groups of ``_GROUP``: phase A (:func:`_locate`) finds all their leaves,
+    phase B then applies the elements strictly one after another, in order: counters along each
+    path (addresses known, so the misses overlap) and heap inspection. Offsets are exact: an
+    element touches at most one node of any query's canonical set, so the order of the counter
+    updates *within* one element is immaterial, and nothing phase A reads ever changes.
+    With ``floor`` only counters are maintained. Returns the number of maturities written to
+    ``out_q`` (local query) / ``out_o`` (row), in row order. O(log^d m) per element plus O(log m)
+    per signal."""
     n = xk.shape[0]
-    d = xk.shape[1]
-    last = d - 1
-    stack = np.empty(70 * d, np.int64)
-    for i in range(n):
-        wi = w[i]
-        if wi <= 0:
-            continue
-        stack[0] = 0
-        sp = 1
-        while sp > 0:
-            sp -= 1
-            t = stack[sp]
-            kd = tdim[t]
-            x = xk[i, kd]
+    last = xk.shape[1] - 1
+    nout = 0
+    # upper bound of items per element: product of (height + 1) over the dimensions
+    per = 1
+    hmax = 0
+    for t in range(tH.shape[0]):
+        if tH[t] > hmax:
+            hmax = tH[t]
+    for _ in range(last + 1):
+        per *= hmax + 1
+    G = _GROUP if per * _GROUP <= (1 << 20) else max(1, (1 << 20) // per)
+    cap = per * G + 2
+    it_el = np.empty(cap, np.int64)
+    it_tree = np.empty(cap, np.int64)
+    it_leaf = np.empty(cap, np.int64)
+    cur = np.empty((cap, 6), np.int64)
+    tmp = np.empty((cap, 6), np.int64)
+    for i0 in range(0, n, G):
+        i1 = min(n, i0 + G)
+        nit = _locate(xk, w, i0, i1, tbase, tL, tH, tdim, NR, last, it_el, it_tree, it_leaf, cur, tmp)
+        for p in range(nit):
+            i = it_el[p]
+            wi = w[i]
+            t = it_tree[p]
+            leaf = it_leaf[p]
             base = tbase[t]
             L = tL[t]
             H = tH[t]
-            j = 0
             off = 0
-            for lev in range(H + 1):
-                row = base + off + j
-                if kd == last:
-                    NR[row, 1] += wi
-                else:
-                    ch = NR[row, 1]
-                    if ch >= 0:
-                        stack[sp] = ch
-                        sp += 1
-                if lev < H:
+            if floor:
+                for lev in range(H + 1):
+                    NR[base + off + (leaf >> (H - lev)), 1] += wi
                     off += ((L - 1) >> (H - lev)) + 1
-                    j = 2 * j + (1 if x >= NR[row, 0] else 0)
-    return 0
+                continue
+            for lev in range(H + 1):
+                row = base + off + (leaf >> (H - lev))
+                c = NR[row, 1] + wi
+                NR[row, 1] = c
+                if c >= NR[row, 2]:
+                    nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
+                off += ((L - 1) >> (H - lev)) + 1
+    return nout
 
 
 # --------------------------------------------------------------------------------------------
@@ -598,15 +641,18 @@ def push_floor(xk, w, NR, tbase, tL, tH, tdim):
 
 
 @nb.njit(cache=True)
-def kill(locs, NR, hp, ep, qn, qr, qalive):
-    """TERMINATE (§5): remove the entries of each alive local query from the heaps of its canonical
-    nodes, O(h log m) per query. Returns the number of queries removed."""
+def kill(locs, qr, qalive):
+    """TERMINATE (§5) with lazy deletion: O(1) per query. The query is marked dead (``lam = -1``);
+    each of its heap entries is removed when it reaches the top of its heap and its sigma is due
+    (O(log m), at most once per entry) or disappears with the structure at the next global
+    rebuild, which happens before dead entries outnumber alive ones, so space stays
+    O(m_alive log^d m_alive). Returns the number of queries removed."""
     n = 0
     for t in range(locs.shape[0]):
         q = locs[t]
         if qalive[q]:
             qalive[q] = 0
-            _remove_query(NR, hp, ep, qn, qr, q)
+            qr[q, 1] = -1
             n += 1
     return n
 

@@ -27,7 +27,9 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   queries having u in U_q (an indexed array heap in one flat pool, laid out at build time since
   canonical sets are fixed); the heap top is cached next to the counter, so a counter change
   inspects one key and pays O(log m) only per signal or round restart.
-  Maturity / TERMINATE removes the query's h entries eagerly, O(h log m).
+  Maturity removes the query's h entries eagerly, O(h log m); TERMINATE is O(1) by lazy
+  deletion (a dead entry is dropped when it surfaces at its heap top, at most once, or vanishes
+  with the next global rebuild, which bounds the dead entries by the alive ones).
 * §4 global rebuilding. When the alive queries of a structure fall to half of those it was built
   with, it is rebuilt on the alive ones with thresholds reduced by their exact weights
   (``stats["rebuilds"]``), so space stays O(m_alive log^d m_alive). Done per structure of the
@@ -84,8 +86,7 @@ class _Structure:
         "tL",
         "tH",
         "tdim",
-        "hp",
-        "ep",
+        "tt",
         "qn",
         "qr",
         "qalive",
@@ -130,7 +131,14 @@ class _Structure:
         self.tL = np.concatenate(tl)
         self.tH = np.concatenate(th)
         self.tdim = np.concatenate(td)
-        self.hp, self.ep, self.qn, self.qr = K.build_heaps(self.NR, prow, poff, rem)
+        self.tt, self.qn, self.qr = K.build_heaps(self.NR, prow, poff, rem)
+        # re-home the big arrays in numpy-allocated memory: numpy asks the kernel for transparent
+        # huge pages on large allocations (numba's allocator does not), which removes most TLB
+        # misses of the random accesses
+        self.NR = np.array(self.NR)
+        self.tt = np.array(self.tt)
+        self.qn = np.array(self.qn)
+        self.qr = np.array(self.qr)
         self.qalive = np.ones(k, dtype=np.uint8)
         self.out_q = np.empty(k, dtype=np.int64)
         self.out_o = np.empty(k, dtype=np.int64)
@@ -179,6 +187,7 @@ class DT(ThresholdOperator):
         s["rounds"] = int(self._st[K.ST_ROUNDS])
         s["matured"] = int(self._st[K.ST_MATURED])
         s["direct"] = int(self._st[K.ST_DIRECT])
+        s["purged"] = int(self._st[K.ST_PURGED])
         s["structures"] = sum(t is not None for t in self._trees)
         return s
 
@@ -270,7 +279,7 @@ class DT(ThresholdOperator):
             locs = t.locate(qids)[1]
             if locs.shape[0] == 0:
                 continue
-            t.n_alive -= K.kill(locs, t.NR, t.hp, t.ep, t.qn, t.qr, t.qalive)
+            t.n_alive -= K.kill(locs, t.qr, t.qalive)
             self._maybe_rebuild(i)
 
     # ---------------------------------------------------------------- elements
@@ -298,9 +307,6 @@ class DT(ThresholdOperator):
             for i, t in enumerate(self._trees):
                 if t is None:
                     continue
-                if self.floor_only:
-                    K.push_floor(xc, wc, t.NR, t.tbase, t.tL, t.tH, t.tdim)
-                    continue
                 cnt = K.push_dt(
                     xc,
                     wc,
@@ -309,14 +315,14 @@ class DT(ThresholdOperator):
                     t.tL,
                     t.tH,
                     t.tdim,
-                    t.hp,
-                    t.ep,
+                    t.tt,
                     t.qn,
                     t.qr,
                     t.qalive,
                     t.out_q,
                     t.out_o,
                     st,
+                    self.floor_only,
                 )
                 if cnt:
                     outq.append(t.qids[t.out_q[:cnt]])
