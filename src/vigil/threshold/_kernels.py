@@ -262,13 +262,20 @@ def next_groups(prow, row0, nrows, NR, tree0):
     return mgrp, G
 
 
+# fan-out of the tournament trees: _TF = 2**_TB children per internal node (4 measured best;
+# _set_key's unrolled match assumes 4)
+_TB = 2
+_TF = 1 << _TB
+_TM = _TF - 1
+
+
 @nb.njit(cache=True, inline="always")
 def _root(toff, n):
     """Slot of the root of the tournament tree with n leaves starting at slot toff."""
     off = toff
     while n > 1:
         off += n
-        n = (n + 3) >> 2
+        n = (n + _TM) >> _TB
     return off
 
 
@@ -277,7 +284,7 @@ def _region(n):
     """Slots used by a tournament tree with n >= 1 leaves (leaves + every internal level)."""
     t = n
     while n > 1:
-        n = (n + 3) >> 2
+        n = (n + _TM) >> _TB
         t += n
     return t
 
@@ -331,10 +338,10 @@ def build_heaps(NR, prow, eoff, rem):
         off = NR[r, 3] >> 32
         while n > 1:
             nxt = off + n
-            m = (n + 3) >> 2
+            m = (n + _TM) >> _TB
             for p in range(m):
-                c0 = off + 4 * p
-                c1 = min(c0 + 4, off + n)
+                c0 = off + (p << _TB)
+                c1 = min(c0 + _TF, off + n)
                 mk = tt[c0, 0]
                 mv = tt[c0, 1]
                 for c in range(c0 + 1, c1):
@@ -369,17 +376,31 @@ def _set_key(NR, tt, r, slot, newkey):
     tt[slot, 0] = newkey
     i = slot - off
     while n > 1:
-        p = i >> 2
-        c0 = off + (p << 2)
-        c1 = min(c0 + 4, off + n)
-        mk = tt[c0, 0]
-        mv = tt[c0, 1]
-        for c in range(c0 + 1, c1):
-            if tt[c, 0] < mk:
-                mk = tt[c, 0]
-                mv = tt[c, 1]
+        p = i >> _TB
+        c0 = off + (p << _TB)
+        c1 = min(c0 + _TF, off + n)
+        if c1 - c0 == 4:
+            # full group: branch-free pairwise matches (first minimal child wins ties)
+            k0 = tt[c0, 0]
+            k1 = tt[c0 + 1, 0]
+            k2 = tt[c0 + 2, 0]
+            k3 = tt[c0 + 3, 0]
+            a = c0 if k0 <= k1 else c0 + 1
+            ka = k0 if k0 <= k1 else k1
+            b = c0 + 2 if k2 <= k3 else c0 + 3
+            kb = k2 if k2 <= k3 else k3
+            m = a if ka <= kb else b
+            mk = ka if ka <= kb else kb
+            mv = tt[m, 1]
+        else:
+            mk = tt[c0, 0]
+            mv = tt[c0, 1]
+            for c in range(c0 + 1, c1):
+                if tt[c, 0] < mk:
+                    mk = tt[c, 0]
+                    mv = tt[c, 1]
         off += n
-        n = (n + 3) >> 2
+        n = (n + _TM) >> _TB
         pp = off + p
         if tt[pp, 0] == mk and tt[pp, 1] == mv:
             return
