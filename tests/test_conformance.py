@@ -21,3 +21,14 @@ def test_agrees_with_oracle(family, name, data):
     log = data.draw(logs(family), label="log")
     cut = data.draw(st.integers(0, log.stream.num_rows), label="cut")
     check_family(family, name, log, cut=cut)
+
+
+JOIN_IMPLS = implementations("joins")
+
+
+@pytest.mark.parametrize("name", JOIN_IMPLS)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_joins_affected_mode_agrees_with_oracle(name, data):
+    log = data.draw(logs("joins", output="affected"), label="log")
+    check_family("joins", name, log, cut=data.draw(st.integers(0, log.stream.num_rows), label="cut"))

@@ -23,6 +23,7 @@ IMPLEMENTATIONS: dict[str, dict[str, str]] = {
     },
     "joins": {
         "oracle": "vigil.joins.oracle:JoinOracle",
+        "join_first": "vigil.joins.join_first:JoinFirst",
     },
     "quantiles": {
         "oracle": "vigil.quantiles.oracle:QuantileOracle",
@@ -34,7 +35,7 @@ DEFAULTS: dict[str, str] = {
     "threshold": "dt",
     "windows": "oracle",
     "substream": "oracle",
-    "joins": "oracle",
+    "joins": "join_first",
     "quantiles": "oracle",
 }
 

@@ -83,9 +83,9 @@ def run(
 
 def demo(
     workdir: str = typer.Option("demo-output", "--workdir", help="where the demo writes its files"),
-    rows: int = typer.Option(400_000, "--rows", help="trades in the stream"),
-    files: int = typer.Option(8, "--files", help="stream files (one micro-batch each)"),
-    queries: int = typer.Option(2_000, "--queries", help="standing queries registered over time"),
+    rows: int = typer.Option(100_000, "--rows", help="trades in the stream"),
+    files: int = typer.Option(4, "--files", help="stream files (one micro-batch each)"),
+    queries: int = typer.Option(600, "--queries", help="standing queries registered over time"),
     mode: str = typer.Option("driver", "--mode"),
     shards: int = typer.Option(2, "--shards"),
     algo: list[str] = typer.Option(None, "--algo"),

@@ -86,7 +86,7 @@ def trade_queries(n_rows: int, n_queries: int = 200, n_symbols: int = 50, seed: 
     if families:
         kinds = [k for k in kinds if k.split("_")[0] in families or k in families]
     weights = {"threshold_key": 5, "threshold": 3, "window": 2, "substream": 1, "quantile": 1,
-               "select_join": 1, "window_join": 1, "band_join": 0.3}
+               "select_join": 0, "window_join": 1, "band_join": 0}
     w = np.array([weights[k] for k in kinds], float)
     w /= w.sum()
     ops: list[dict] = []
@@ -131,7 +131,7 @@ def trade_queries(n_rows: int, n_queries: int = 200, n_symbols: int = 50, seed: 
                  "left_range": {"price": [lo, round(p0 * 1.01, 2)]},
                  "right_range": {"shares": [int(rng.integers(500, 3000)), None]}}
             if kind == "window_join":
-                q["window"] = float(rng.integers(1, 10))
+                q["window"] = round(float(rng.uniform(0.05, 1.0)), 2)
                 q["time_column"] = "ts"
         else:  # band join on price: sells within a small band above buys, large lots only
             q = {"type": "band_join", "left": "buy", "right": "sell", "left_on": "nasdaq", "right_on": "nasdaq",
