@@ -100,17 +100,18 @@ def _height(L):
 
 
 @nb.njit(cache=True)
-def build_level(kl, kh, order, moff, mgrp, G, row0, last):
-    """Build the endpoint trees of one dimension.
+def level_sizes(kl, kh, order, moff, mgrp, G):
+    """First half of building the endpoint trees of one dimension (§4, §6): their keys and sizes.
 
     ``kl``/``kh``: int64[k] lower / upper keys of the local queries in this dimension.
     ``order``: argsort of ``concat(kl, kh)``. Memberships (query-major): query ``q`` belongs to the
     groups ``mgrp[moff[q]:moff[q+1]]``; one tree is built per group on the endpoints of its queries
     (level 0: one group with every query; level i>0: one group per canonical node of level i-1,
-    holding Q(u)). Rows are numbered from ``row0``. Returns ``(NR, tbase, tL, tH, poff, prow)``
-    where ``prow[poff[q]:poff[q+1]]`` lists the canonical nodes of ``q`` over all its groups.
-    Time O(M log m) for M memberships (bucket fill in global key order, then the canonical
-    decomposition of each membership); space O(M) besides the output."""
+    holding Q(u)). Returns ``(buf, boff, tL, tH, tbase, ma, mb, nrows)``: the sorted distinct keys
+    of group g in ``buf[boff[g]:boff[g]+tL[g]]``, the leaf range ``[ma, mb)`` of each membership
+    (mb = -1: to the end), tree heights and row offsets, and the number of rows (the caller
+    allocates them, see :func:`level_fill`). Time O(M log m) for M memberships (one bucket fill in
+    global key order, then the canonical decomposition of each membership); space O(M)."""
     k = kl.shape[0]
     M = moff[k]
     gsz = np.zeros(G, np.int64)
@@ -159,10 +160,20 @@ def build_level(kl, kh, order, moff, mgrp, G, row0, last):
         tL[g] = w
         H = _height(w)
         tH[g] = H
-        tbase[g] = row0 + nrows
+        tbase[g] = nrows
         for t in range(H + 1):
             nrows += ((w - 1) >> (H - t)) + 1
-    NR = np.empty((nrows, 4), np.int64)
+    return buf, boff, tL, tH, tbase, ma, mb, nrows
+
+
+@nb.njit(cache=True)
+def level_fill(kl, moff, mgrp, G, row0, last, buf, boff, tL, tH, tbase, ma, mb, NR):
+    """Second half of :func:`level_sizes`: fill the rows ``NR`` (this level's block, rows numbered
+    from ``row0``) and compute the canonical node sets. Shifts ``tbase`` by ``row0``. Returns
+    ``(poff, prow)``: ``prow[poff[q]:poff[q+1]]`` lists the canonical nodes of q over its groups."""
+    k = kl.shape[0]
+    for g in range(G):
+        tbase[g] += row0
     c1 = 0 if last else -1
     for g in range(G):
         s = boff[g]
@@ -238,7 +249,7 @@ def build_level(kl, kh, order, moff, mgrp, G, row0, last):
                 lft >>= 1
                 rgt >>= 1
                 t -= 1
-    return NR, tbase, tL, tH, poff, prow
+    return poff, prow
 
 
 @nb.njit(cache=True)
@@ -290,14 +301,11 @@ def _region(n):
 
 
 @nb.njit(cache=True)
-def build_heaps(NR, prow, eoff, rem):
-    """Create the per-node priority queues H(u) and start one distributed-tracking instance per
-    query (§3.2/§7: slack ``floor(tau/(2h))`` if ``tau > 6h``, direct mode otherwise); all counters
-    are 0. ``prow[eoff[q]:eoff[q+1]]`` are the canonical (participant) nodes of local query q.
-    Returns ``(tt, qn, qr)``. O(E) time (counting sort by node, bottom-up tournaments)."""
+def heap_layout(NR, prow, eoff):
+    """Lay out the per-node priority queues H(u) in one pool: ``NR[u, 3] = offset << 32 | size``
+    (size = number of canonical entries of u). Returns the pool size in slots."""
     R = NR.shape[0]
-    k = rem.shape[0]
-    E = eoff[k]
+    E = eoff[eoff.shape[0] - 1]
     cnt = np.zeros(R, np.int64)
     for e in range(E):
         cnt[prow[e]] += 1
@@ -305,12 +313,25 @@ def build_heaps(NR, prow, eoff, rem):
     for r in range(R):
         n = cnt[r]
         NR[r, 3] = (s << 32) | n
-        cnt[r] = s
         if n > 0:
             s += _region(n)
-    tt = np.empty((s, 2), np.int64)
-    qn = np.empty((E, 2), np.int32)
-    qr = np.zeros((k + 1, 4), np.int64)
+    return s
+
+
+@nb.njit(cache=True)
+def build_heaps(NR, prow, eoff, rem, tt, qn, qr):
+    """Fill the priority queues laid out by :func:`heap_layout` (``tt``, ``qn``, ``qr`` allocated
+    by the caller: int64[slots, 2], int32[E, 2], zeroed int64[k+1, 4]) and start one
+    distributed-tracking instance per query (§3.2/§7: slack ``floor(tau/(2h))`` if ``tau > 6h``,
+    direct mode otherwise); all counters are 0. ``prow[eoff[q]:eoff[q+1]]`` are the canonical
+    (participant) nodes of local query q. O(E) time (counting sort by node, bottom-up
+    tournaments)."""
+    R = NR.shape[0]
+    k = rem.shape[0]
+    E = eoff[k]
+    cnt = np.empty(R, np.int64)
+    for r in range(R):
+        cnt[r] = NR[r, 3] >> 32
     for q in range(k):
         e0 = eoff[q]
         h = eoff[q + 1] - e0
@@ -353,7 +374,6 @@ def build_heaps(NR, prow, eoff, rem):
             off = nxt
             n = m
         NR[r, 2] = tt[off, 0]
-    return tt, qn, qr
 
 
 # --------------------------------------------------------------------------------------------

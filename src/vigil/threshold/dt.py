@@ -68,6 +68,21 @@ CHUNK = 1 << 16
 
 _STAT_KEYS = ("rebuilds", "merges", "builds")
 
+_warm = False
+
+
+def _warmup() -> None:
+    """Load (or compile) every kernel once per process on a tiny 2-d instance, so that the first
+    operator call of a run is not charged the ~0.5 s of loading numba's cache."""
+    global _warm
+    if _warm:
+        return
+    _warm = True
+    op = DT(2, _warm=False)
+    op.register(np.arange(4), np.zeros((4, 2)), np.ones((4, 2)), np.array([1, 2, 50, 50]))
+    op.push(np.full((3, 2), 0.5), np.ones(3, dtype=np.int64))
+    op.terminate([2])
+
 
 class _Structure:
     """One structure T_i of the logarithmic method: the d-layered endpoint trees, heaps and
@@ -106,39 +121,45 @@ class _Structure:
         moff = np.arange(k + 1, dtype=np.int64)
         mgrp = np.zeros(k, dtype=np.int64)
         G, row0, ntrees = 1, 0, 0
-        nrs, tb, tl, th, td = [], [], [], [], []
+        tb, tl, th, td = [], [], [], []
+        NR = np.empty((0, 4), dtype=np.int64)
         prow = poff = None
+        # Big arrays are allocated here, in numpy, and filled by the kernels: numpy asks the
+        # kernel for transparent huge pages on large allocations (numba's allocator does not),
+        # which removes most TLB misses of the random accesses.
         for dim in range(d):
             kl = np.ascontiguousarray(klo[:, dim])
             kh = np.ascontiguousarray(khi[:, dim])
             order = np.argsort(np.concatenate([kl, kh]), kind="stable")
             last = dim == d - 1
-            NR, tbase, tL, tH, poff, prow = K.build_level(kl, kh, order, moff, mgrp, G, row0, last)
-            nrs.append(NR)
+            buf, boff, tL, tH, tbase, ma, mb, nrows = K.level_sizes(kl, kh, order, moff, mgrp, G)
+            grown = np.empty((row0 + nrows, 4), dtype=np.int64)
+            grown[:row0] = NR  # earlier levels are geometrically smaller
+            NR = grown
+            block = NR[row0:]
+            poff, prow = K.level_fill(kl, moff, mgrp, G, row0, last, buf, boff, tL, tH, tbase, ma, mb, block)
             tb.append(tbase)
             tl.append(tL)
             th.append(tH)
             td.append(np.full(G, dim, dtype=np.int64))
             ntrees += G
             if not last:
-                mgrp, G = K.next_groups(prow, row0, NR.shape[0], NR, ntrees)
+                mgrp, G = K.next_groups(prow, row0, nrows, block, ntrees)
                 moff = poff
-                row0 += NR.shape[0]
-        self.NR = nrs[0] if len(nrs) == 1 else np.concatenate(nrs)
-        if self.NR.shape[0] >= 2**31 or poff[-1] >= 2**31:
+                row0 += nrows
+        E = int(poff[-1])
+        if NR.shape[0] >= 2**31 or E >= 2**31:
             raise MemoryError("DT structure too large for 32-bit entry indices")
+        self.NR = NR
         self.tbase = np.concatenate(tb)
         self.tL = np.concatenate(tl)
         self.tH = np.concatenate(th)
         self.tdim = np.concatenate(td)
-        self.tt, self.qn, self.qr = K.build_heaps(self.NR, prow, poff, rem)
-        # re-home the big arrays in numpy-allocated memory: numpy asks the kernel for transparent
-        # huge pages on large allocations (numba's allocator does not), which removes most TLB
-        # misses of the random accesses
-        self.NR = np.array(self.NR)
-        self.tt = np.array(self.tt)
-        self.qn = np.array(self.qn)
-        self.qr = np.array(self.qr)
+        slots = K.heap_layout(NR, prow, poff)
+        self.tt = np.empty((slots, 2), dtype=np.int64)
+        self.qn = np.empty((E, 2), dtype=np.int32)
+        self.qr = np.zeros((k + 1, 4), dtype=np.int64)
+        K.build_heaps(NR, prow, poff, rem, self.tt, self.qn, self.qr)
         self.qalive = np.ones(k, dtype=np.uint8)
         self.out_q = np.empty(k, dtype=np.int64)
         self.out_o = np.empty(k, dtype=np.int64)
@@ -170,10 +191,12 @@ class DT(ThresholdOperator):
 
     name = "dt"
 
-    def __init__(self, dim: int, *, floor_only: bool = False) -> None:
+    def __init__(self, dim: int, *, floor_only: bool = False, _warm: bool = True) -> None:
         super().__init__(dim)
         if self.dim < 1:
             raise ValueError("dim must be >= 1")
+        if _warm:
+            _warmup()
         self.floor_only = bool(floor_only)
         self._trees: list[_Structure | None] = []
         self._st = np.zeros(K.N_STATS, dtype=np.int64)
