@@ -96,7 +96,7 @@ def _mem_gb() -> float | None:
 
 def _git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
                              timeout=5, cwd=Path(__file__).resolve().parent)
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
@@ -224,7 +224,7 @@ def plot_doc(doc: dict[str, Any], path: str | Path, title: str | None = None) ->
     import matplotlib.pyplot as plt
 
     res = doc["results"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=80)
     curves = [r for r in res if (r.get("extra") or {}).get("curve")]
     if curves:
         xlabel = "elements received"

@@ -310,3 +310,31 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"{label}: dt {dt['per_op_us']:.3g} us/op{fl}; best baseline {best['algo']} "
                      f"{best['per_op_us']:.3g} us/op = {best['per_op_us'] / dt['per_op_us']:.3g}x dt")
     return lines
+
+
+def markdown_table(doc: dict[str, Any]) -> str:
+    """A markdown table of a result document: one row per point, us/op per algorithm (``*`` =
+    extrapolated from a prefix), and best baseline / dt and dt / dt_floor."""
+    algos: list[str] = []
+    rows: dict[tuple, dict[str, dict]] = {}
+    for r in doc["results"]:
+        if r["algo"] not in algos:
+            algos.append(r["algo"])
+        rows.setdefault(tuple(sorted((r["extra"].get("point") or {}).items())), {})[r["algo"]] = r
+    head = ["point", *[f"{a} us/op" for a in algos], "best baseline / dt", "dt / dt_floor"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key, rs in rows.items():
+        cells = [", ".join(f"{k}={v:g}" for k, v in key) or "-"]
+        for a in algos:
+            r = rs.get(a)
+            cells.append("-" if r is None else f"{r['per_op_us']:.3g}" + ("*" if "prefix" in r["extra"] else ""))
+        dt, fl = rs.get("dt"), rs.get("dt_floor")
+        base = [r for a, r in rs.items() if a not in ("dt", "dt_floor")]
+        if dt and base:
+            best = min(base, key=lambda r: r["per_op_us"])
+            cells.append(f"{best['per_op_us'] / dt['per_op_us']:.3g} ({best['algo']})")
+        else:
+            cells.append("-")
+        cells.append(f"{dt['per_op_us'] / fl['per_op_us']:.3g}" if dt and fl else "-")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
