@@ -107,11 +107,13 @@ def level_sizes(kl, kh, order, moff, mgrp, G):
     ``order``: argsort of ``concat(kl, kh)``. Memberships (query-major): query ``q`` belongs to the
     groups ``mgrp[moff[q]:moff[q+1]]``; one tree is built per group on the endpoints of its queries
     (level 0: one group with every query; level i>0: one group per canonical node of level i-1,
-    holding Q(u)). Returns ``(buf, boff, tL, tH, tbase, ma, mb, nrows)``: the sorted distinct keys
-    of group g in ``buf[boff[g]:boff[g]+tL[g]]``, the leaf range ``[ma, mb)`` of each membership
-    (mb = -1: to the end), tree heights and row offsets, and the number of rows (the caller
-    allocates them, see :func:`level_fill`). Time O(M log m) for M memberships (one bucket fill in
-    global key order, then the canonical decomposition of each membership); space O(M)."""
+    holding Q(u)). Returns ``(buf, boff, tL, tH, tbase, mm, nrows, gorder)``: the sorted distinct
+    keys of group g in ``buf[boff[g]:boff[g]+tL[g]]``; tree heights and row offsets; per
+    membership e the record ``mm[e] = (a, b, g << 32 | q, -)`` with [a, b) its leaf range; the
+    number of rows (the caller allocates them, see :func:`level_fill`); and the memberships
+    ordered by group, then by lower key (the order in which the last level is laid out, so that
+    writes into the pool stay local). Time O(M log m) for M memberships (one bucket fill in global
+    key order: no search); space O(M)."""
     k = kl.shape[0]
     M = moff[k]
     gsz = np.zeros(G, np.int64)
@@ -126,10 +128,15 @@ def level_sizes(kl, kh, order, moff, mgrp, G):
     for g in range(G):
         buf[boff[g]] = I64_MIN
         fill[g] = boff[g] + 1
+    mm = np.empty((M, 4), np.int64)
+    gorder = np.empty(M, np.int64)
+    gfill = np.empty(G, np.int64)
+    acc = 0
+    for g in range(G):
+        gfill[g] = acc
+        acc += gsz[g]
     # bucket fill in global key order: every group receives its keys sorted; duplicates are
-    # dropped on the fly and each membership learns the leaf index of its endpoints (no search)
-    ma = np.empty(M, np.int64)
-    mb = np.empty(M, np.int64)
+    # dropped on the fly and each membership learns the leaf index of its endpoints
     for t in range(2 * k):
         idx = order[t]
         hi_side = idx >= k
@@ -137,7 +144,7 @@ def level_sizes(kl, kh, order, moff, mgrp, G):
         key = kh[q] if hi_side else kl[q]
         if key == KINF1:
             for e in range(moff[q], moff[q + 1]):
-                mb[e] = -1
+                mm[e, 1] = -1
             continue
         for e in range(moff[q], moff[q + 1]):
             g = mgrp[e]
@@ -147,10 +154,12 @@ def level_sizes(kl, kh, order, moff, mgrp, G):
                 f += 1
                 fill[g] = f
             if hi_side:
-                mb[e] = f - 1 - boff[g]
+                mm[e, 1] = f - 1 - boff[g]
             else:
-                ma[e] = f - 1 - boff[g]
-    # per group: height, row count
+                mm[e, 0] = f - 1 - boff[g]
+                mm[e, 2] = (g << 32) | q
+                gorder[gfill[g]] = e
+                gfill[g] += 1
     tL = np.empty(G, np.int64)
     tH = np.empty(G, np.int64)
     tbase = np.empty(G, np.int64)
@@ -163,15 +172,17 @@ def level_sizes(kl, kh, order, moff, mgrp, G):
         tbase[g] = nrows
         for t in range(H + 1):
             nrows += ((w - 1) >> (H - t)) + 1
-    return buf, boff, tL, tH, tbase, ma, mb, nrows
+    for e in range(M):
+        if mm[e, 1] < 0:  # unbounded above: to the end of the (padded) leaf range
+            mm[e, 1] = np.int64(1) << tH[mm[e, 2] >> 32]
+    return buf, boff, tL, tH, tbase, mm, nrows, gorder
 
 
 @nb.njit(cache=True)
-def level_fill(kl, moff, mgrp, G, row0, last, buf, boff, tL, tH, tbase, ma, mb, NR):
-    """Second half of :func:`level_sizes`: fill the rows ``NR`` (this level's block, rows numbered
-    from ``row0``) and compute the canonical node sets. Shifts ``tbase`` by ``row0``. Returns
-    ``(poff, prow)``: ``prow[poff[q]:poff[q+1]]`` lists the canonical nodes of q over its groups."""
-    k = kl.shape[0]
+def level_fill(G, row0, last, buf, boff, tL, tH, tbase, NR):
+    """Second half of :func:`level_sizes`: fill the rows ``NR`` of this level's trees (this level's
+    block; rows are numbered from ``row0``, and ``tbase`` is shifted by ``row0``): split keys, and
+    counter 0 (last dimension) or no secondary tree yet (-1)."""
     for g in range(G):
         tbase[g] += row0
     c1 = 0 if last else -1
@@ -193,62 +204,62 @@ def level_fill(kl, moff, mgrp, G, row0, last, buf, boff, tL, tH, tbase, ma, mb, 
                 NR[r, 2] = I64_MAX
                 NR[r, 3] = 0
                 r += 1
-    # canonical node sets: pass 1 counts, pass 2 emits
+
+
+@nb.njit(cache=True)
+def _decompose(a, b, L, H, base, out):
+    """Canonical node set of the leaf range [a, b) (b = 2**H: to the end) in a tree on L leaves
+    with rows from ``base``: the minimal set of nodes with disjoint jurisdictions covering it, at
+    most 2 per level, bottom-up (§4 footnote 1). Writes the rows to ``out``; returns the count."""
+    cnt = 0
+    off = 0  # offset of level t (levels from the top: level t has ((L-1) >> (H-t)) + 1 nodes)
+    for t in range(H):
+        off += ((L - 1) >> (H - t)) + 1
+    t = H
+    lft = a
+    rgt = b
+    while lft < rgt:
+        if lft & 1:
+            if (lft << (H - t)) < L:
+                out[cnt] = base + off + lft
+                cnt += 1
+            lft += 1
+        if rgt & 1:
+            rgt -= 1
+            if (rgt << (H - t)) < L:
+                out[cnt] = base + off + rgt
+                cnt += 1
+        lft >>= 1
+        rgt >>= 1
+        t -= 1
+        if t >= 0:
+            off -= ((L - 1) >> (H - t)) + 1
+    return cnt
+
+
+@nb.njit(cache=True)
+def level_canonical(moff, mm, tL, tH, tbase):
+    """Canonical nodes of every query over its groups (a level that is not the last), query-major:
+    ``prow[poff[q]:poff[q+1]]``. Returns ``(poff, prow)``."""
+    k = moff.shape[0] - 1
+    out = np.empty(140, np.int64)
     poff = np.empty(k + 1, np.int64)
     poff[0] = 0
     for q in range(k):
-        tot = 0
+        tot = poff[q]
         for e in range(moff[q], moff[q + 1]):
-            g = mgrp[e]
-            L = tL[g]
-            H = tH[g]
-            if mb[e] < 0:
-                mb[e] = np.int64(1) << H
-            lft = ma[e]
-            rgt = mb[e]
-            t = H
-            while lft < rgt:
-                if lft & 1:
-                    if (lft << (H - t)) < L:
-                        tot += 1
-                    lft += 1
-                if rgt & 1:
-                    rgt -= 1
-                    if (rgt << (H - t)) < L:
-                        tot += 1
-                lft >>= 1
-                rgt >>= 1
-                t -= 1
-        poff[q + 1] = poff[q] + tot
+            g = mm[e, 2] >> 32
+            mm[e, 3] = tot
+            tot += _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
+        poff[q + 1] = tot
     prow = np.empty(poff[k], np.int64)
-    loff = np.empty(66, np.int64)
     for q in range(k):
-        p = poff[q]
         for e in range(moff[q], moff[q + 1]):
-            g = mgrp[e]
-            L = tL[g]
-            H = tH[g]
-            loff[0] = 0
-            for t in range(H + 1):
-                loff[t + 1] = loff[t] + ((L - 1) >> (H - t)) + 1
-            base = tbase[g]
-            lft = ma[e]
-            rgt = mb[e]
-            t = H
-            while lft < rgt:
-                if lft & 1:
-                    if (lft << (H - t)) < L:
-                        prow[p] = base + loff[t] + lft
-                        p += 1
-                    lft += 1
-                if rgt & 1:
-                    rgt -= 1
-                    if (rgt << (H - t)) < L:
-                        prow[p] = base + loff[t] + rgt
-                        p += 1
-                lft >>= 1
-                rgt >>= 1
-                t -= 1
+            g = mm[e, 2] >> 32
+            n = _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
+            p = mm[e, 3]
+            for x in range(n):
+                prow[p + x] = out[x]
     return poff, prow
 
 
@@ -301,57 +312,78 @@ def _region(n):
 
 
 @nb.njit(cache=True)
-def heap_layout(NR, prow, eoff):
-    """Lay out the per-node priority queues H(u) in one pool: ``NR[u, 3] = offset << 32 | size``
-    (size = number of canonical entries of u). Returns the pool size in slots."""
+def heap_layout(NR, moff, mm, gorder, tL, tH, tbase):
+    """Last dimension: count the canonical nodes of every membership (tree by tree), give every
+    query its query-major entry range ``[poff[q], poff[q+1])`` (membership e starts at
+    ``mm[e, 3]``), and lay out the per-node priority queues H(u) in one pool:
+    ``NR[u, 3] = offset << 32 | size`` (size = number of queries having u canonical).
+    Returns ``(poff, slots)``."""
     R = NR.shape[0]
-    E = eoff[eoff.shape[0] - 1]
+    k = moff.shape[0] - 1
     cnt = np.zeros(R, np.int64)
-    for e in range(E):
-        cnt[prow[e]] += 1
+    out = np.empty(140, np.int64)
+    for x in range(gorder.shape[0]):
+        e = gorder[x]
+        g = mm[e, 2] >> 32
+        n = _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
+        mm[e, 3] = n
+        for y in range(n):
+            cnt[out[y]] += 1
+    poff = np.empty(k + 1, np.int64)
+    tot = 0
+    for q in range(k):
+        poff[q] = tot
+        for e in range(moff[q], moff[q + 1]):
+            n = mm[e, 3]
+            mm[e, 3] = tot
+            tot += n
+    poff[k] = tot
     s = 0
     for r in range(R):
         n = cnt[r]
         NR[r, 3] = (s << 32) | n
         if n > 0:
             s += _region(n)
-    return s
+    return poff, s
 
 
 @nb.njit(cache=True)
-def build_heaps(NR, prow, eoff, rem, tt, qn, qr):
+def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
     """Fill the priority queues laid out by :func:`heap_layout` (``tt``, ``qn``, ``qr`` allocated
     by the caller: int64[slots, 2], int32[E, 2], zeroed int64[k+1, 4]) and start one
     distributed-tracking instance per query (§3.2/§7: slack ``floor(tau/(2h))`` if ``tau > 6h``,
-    direct mode otherwise); all counters are 0. ``prow[eoff[q]:eoff[q+1]]`` are the canonical
-    (participant) nodes of local query q. O(E) time (counting sort by node, bottom-up
+    direct mode otherwise); all counters are 0. O(E) time (tree by tree, then bottom-up
     tournaments)."""
     R = NR.shape[0]
     k = rem.shape[0]
-    E = eoff[k]
+    for q in range(k):
+        h = poff[q + 1] - poff[q]
+        tau = rem[q]
+        qr[q, 0] = tau
+        qr[q, 3] = poff[q]
+        if tau > 6 * h:
+            qr[q, 1] = tau // (2 * h)
+    qr[k, 3] = poff[k]
     cnt = np.empty(R, np.int64)
     for r in range(R):
         cnt[r] = NR[r, 3] >> 32
-    for q in range(k):
-        e0 = eoff[q]
-        h = eoff[q + 1] - e0
-        tau = rem[q]
-        qr[q, 0] = tau
-        qr[q, 3] = e0
-        if tau <= 6 * h:
-            key = 1
-        else:
-            qr[q, 1] = tau // (2 * h)
-            key = qr[q, 1]
-        for j in range(e0, e0 + h):
-            r = prow[j]
+    out = np.empty(140, np.int64)
+    for x in range(gorder.shape[0]):
+        e = gorder[x]
+        gq = mm[e, 2]
+        g = gq >> 32
+        q = gq & _LO32
+        key = qr[q, 1] if qr[q, 1] > 0 else 1
+        n = _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
+        j = mm[e, 3]
+        for y in range(n):
+            r = out[y]
             slot = cnt[r]
             cnt[r] = slot + 1
             tt[slot, 0] = key
             tt[slot, 1] = (q << 32) | slot
-            qn[j, 0] = r
-            qn[j, 1] = slot
-    qr[k, 3] = E
+            qn[j + y, 0] = r
+            qn[j + y, 1] = slot
     for r in range(R):
         n = NR[r, 3] & _LO32
         if n == 0:

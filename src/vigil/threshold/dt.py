@@ -123,7 +123,6 @@ class _Structure:
         G, row0, ntrees = 1, 0, 0
         tb, tl, th, td = [], [], [], []
         NR = np.empty((0, 4), dtype=np.int64)
-        prow = poff = None
         # Big arrays are allocated here, in numpy, and filled by the kernels: numpy asks the
         # kernel for transparent huge pages on large allocations (numba's allocator does not),
         # which removes most TLB misses of the random accesses.
@@ -132,34 +131,36 @@ class _Structure:
             kh = np.ascontiguousarray(khi[:, dim])
             order = np.argsort(np.concatenate([kl, kh]), kind="stable")
             last = dim == d - 1
-            buf, boff, tL, tH, tbase, ma, mb, nrows = K.level_sizes(kl, kh, order, moff, mgrp, G)
+            buf, boff, tL, tH, tbase, mm, nrows, gorder = K.level_sizes(kl, kh, order, moff, mgrp, G)
             grown = np.empty((row0 + nrows, 4), dtype=np.int64)
             grown[:row0] = NR  # earlier levels are geometrically smaller
             NR = grown
             block = NR[row0:]
-            poff, prow = K.level_fill(kl, moff, mgrp, G, row0, last, buf, boff, tL, tH, tbase, ma, mb, block)
+            K.level_fill(G, row0, last, buf, boff, tL, tH, tbase, block)
             tb.append(tbase)
             tl.append(tL)
             th.append(tH)
             td.append(np.full(G, dim, dtype=np.int64))
             ntrees += G
             if not last:
+                poff, prow = K.level_canonical(moff, mm, tL, tH, tbase)
                 mgrp, G = K.next_groups(prow, row0, nrows, block, ntrees)
                 moff = poff
                 row0 += nrows
-        E = int(poff[-1])
-        if NR.shape[0] >= 2**31 or E >= 2**31:
-            raise MemoryError("DT structure too large for 32-bit entry indices")
         self.NR = NR
         self.tbase = np.concatenate(tb)
         self.tL = np.concatenate(tl)
         self.tH = np.concatenate(th)
         self.tdim = np.concatenate(td)
-        slots = K.heap_layout(NR, prow, poff)
+        # the last dimension's entries are laid out and written tree by tree (locality)
+        poff, slots = K.heap_layout(NR, moff, mm, gorder, tL, tH, tbase)
+        E = int(poff[-1])
+        if NR.shape[0] >= 2**31 or slots >= 2**31:
+            raise MemoryError("DT structure too large for 32-bit entry indices")
         self.tt = np.empty((slots, 2), dtype=np.int64)
         self.qn = np.empty((E, 2), dtype=np.int32)
         self.qr = np.zeros((k + 1, 4), dtype=np.int64)
-        K.build_heaps(NR, prow, poff, rem, self.tt, self.qn, self.qr)
+        K.build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, self.tt, self.qn, self.qr)
         self.qalive = np.ones(k, dtype=np.uint8)
         self.out_q = np.empty(k, dtype=np.int64)
         self.out_o = np.empty(k, dtype=np.int64)
