@@ -102,13 +102,20 @@ def test_validation():
     with pytest.raises(ValueError):
         op.register([1], [[0, 0]], [[1, 1]], [0])
     with pytest.raises(ValueError):
-        op.register([1, 1], [[0, 0]] * 2, [[1, 1]] * 2, [3, 3])
-    op.register([1], [[0, 0]], [[1, 1]], [3])
-    with pytest.raises(ValueError):
-        op.register([1], [[0, 0]], [[1, 1]], [3])
-    with pytest.raises(ValueError):
         op.push([[0.5, 0.5]], [0])
-    assert op.alive() == 1
+    assert op.alive() == 0
+
+
+def test_reregistration_replaces_like_the_oracle():
+    op, ref = DT(1), ThresholdOracle(1)
+    for o in (op, ref):
+        o.register([1, 2], [[0.0], [0.0]], [[1.0], [1.0]], [3, 3])
+        o.push(np.full((2, 1), 0.5), np.ones(2, dtype=np.int64))  # weight 2 of 3
+        # 1 is replaced (weight restarts), 3 appears twice in one batch: the last one wins
+        o.register([1, 3, 3], [[0.0], [5.0], [0.0]], [[1.0], [6.0], [1.0]], [3, 1, 2])
+    assert op.alive() == ref.alive() == 3
+    pts, w = np.full((3, 1), 0.5), np.ones(3, dtype=np.int64)
+    _same(op.push(pts, w), ref.push(pts, w))
 
 
 def test_threshold_one_endpoints_and_many_on_one_element():
@@ -197,6 +204,8 @@ def test_agrees_with_oracle(sc):
     for _ in range(steps):
         k = int(rng.integers(0, 12))
         qids = np.arange(nq, nq + k) * 3 + 1
+        if nq and k and rng.random() < 0.3:  # re-register existing qids (and duplicates in a batch)
+            qids[rng.random(k) < 0.5] = rng.integers(0, nq + k, 1)[0] * 3 + 1
         nq += k
         lo, hi = _random_queries(rng, k, d, grid)
         if big_w:

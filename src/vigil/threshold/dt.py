@@ -248,11 +248,15 @@ class DT(ThresholdOperator):
             raise ValueError("inverted range: lo must be <= hi")
         if (tau < 1).any():
             raise ValueError("thresholds must be >= 1")
-        qs = np.sort(qids)
-        if k > 1 and (qs[1:] == qs[:-1]).any():
-            raise ValueError("duplicate qids in one registration")
-        if self._alive_mask(qs).any():
-            raise ValueError("qid already registered and alive")
+        # as in the oracle: registering an alive qid replaces it (its weight restarts at 0), and
+        # within one batch the last occurrence of a qid wins
+        uq, last = np.unique(qids[::-1], return_index=True)
+        if uq.shape[0] < k:
+            keep = np.sort(k - 1 - last)
+            qids, lo, hi, tau = qids[keep], lo[keep], hi[keep], tau[keep]
+            k = qids.shape[0]
+        if self._alive_mask(uq).any():
+            self.terminate(uq)
         parts = [(qids, K.float_keys(lo), K.float_keys(hi) + 1, tau)]
         # §5 logarithmic method, rule (8) generalized to a batch of k
         tot, j = 0, 0
