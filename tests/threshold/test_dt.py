@@ -13,6 +13,8 @@ from vigil.threshold import _kernels as K
 from vigil.threshold.dt import DT
 from vigil.threshold.oracle import ThresholdOracle
 
+pytestmark = pytest.mark.timeout(300)  # a kernel bug can loop forever: fail instead of hanging
+
 # ------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------

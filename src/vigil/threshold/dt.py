@@ -23,13 +23,22 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   (maturity if W >= tau) and starts the next round with tau reduced by W (tau' <= 2tau/3, so
   O(log tau) rounds, O(h log tau) signals). The element at which W first reaches tau always ends
   a round or is seen in direct mode, so the maturity offset is exact.
-* §4 heaps. Each node u keeps the min-heap H(u) of sigma_q(u) = lambda_q + c-bar_q(u) over the
-  queries having u in U_q (an indexed array heap in one flat pool, laid out at build time since
-  canonical sets are fixed); the heap top is cached next to the counter, so a counter change
-  inspects one key and pays O(log m) only per signal or round restart.
+* §4 heaps. Each node u keeps a priority queue H(u) of sigma_q(u) = lambda_q + c-bar_q(u) over
+  the queries having u in U_q, laid out at build time in one flat pool (canonical sets are
+  fixed); its minimum is cached next to the counter, so a counter change inspects one key and
+  pays O(log m) only per signal or round restart (§4 steps 1-3, bound (6)). H(u) is an
+  array-embedded 4-ary tournament tree (a min-heap whose leaves never move, so no position index
+  is needed to re-key or remove any entry: O(log_4 |H(u)|) per update).
   Maturity removes the query's h entries eagerly, O(h log m); TERMINATE is O(1) by lazy
-  deletion (a dead entry is dropped when it surfaces at its heap top, at most once, or vanishes
+  deletion (a dead entry is dropped when it surfaces at its queue top, at most once, or vanishes
   with the next global rebuild, which bounds the dead entries by the alive ones).
+* Exact offsets with block processing. ``push`` runs inside numba over groups of 16 elements:
+  phase A finds every element's leaves in all trees (descents of independent elements and trees
+  interleaved so their cache misses overlap; split keys never change), phase B then applies the
+  elements strictly in order (counters along the paths, queue tops, signals, rounds,
+  maturities). An element touches at most one node of any query's canonical set (the regions
+  are disjoint), so the order of updates within an element is immaterial and every maturity is
+  reported at exactly the element where W(q) first reaches tau_q.
 * §4 global rebuilding. When the alive queries of a structure fall to half of those it was built
   with, it is rebuilt on the alive ones with thresholds reduced by their exact weights
   (``stats["rebuilds"]``), so space stays O(m_alive log^d m_alive). Done per structure of the
