@@ -232,34 +232,58 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
     sweep_vals = list(points) if points is not None else (list(pre.sweep[1]) if pre.sweep else [None])
     results: list[Result] = []
     point_info = []
+    failed: dict[str, str] = {}
+
+    def fail(a: str, label: str, e: BaseException) -> None:
+        failed[f"{a}@{label}" if label else a] = f"{type(e).__name__}: {e}"[:500]
+        console.print(f"[red]{a} failed{' at ' + label if label else ''}: {type(e).__name__}: "
+                      f"{str(e)[:300]}[/red]")
+
     with make_progress(console, enabled=progress) as prog:
         for val in sweep_vals:
             point = {pre.sweep[0]: val} if pre.sweep and val is not None else {}
             wp = _point_params(pre, dim, scale, batch, seed, point)
-            res_name = _resolver_name(resolver, run_algos, dim)
-            res_op = make_operator(res_name, dim) if res_name else default_resolver(dim)
             label = ", ".join(f"{k}={v:g}" for k, v in point.items())
-            task = prog.add_task(f"trace {label} ({getattr(res_op, 'name', '?')})", total=wp.stream_length)
-            t0 = time.perf_counter()
-            trace = generate_trace(wp, res_op, on_step=lambda t, task=task: prog.update(task, completed=t))
+            trace = None
+            while trace is None:  # a resolver that fails is dropped and the next one is tried
+                res_name = _resolver_name(resolver, run_algos, dim)
+                task = prog.add_task(f"trace {label} ({res_name or 'default'})", total=wp.stream_length)
+                t0 = time.perf_counter()
+                try:
+                    res_op = make_operator(res_name, dim) if res_name else default_resolver(dim)
+                    trace = generate_trace(wp, res_op,
+                                           on_step=lambda t, task=task: prog.update(task, completed=t))
+                except Exception as e:  # noqa: BLE001 - a broken algorithm must not end the benchmark
+                    if res_name is None:
+                        raise
+                    fail(res_name, label, e)
+                    if res_name in run_algos:
+                        run_algos.remove(res_name)
+                    resolver = None
+                finally:
+                    prog.remove_task(task)
+                res_op = None
             gen_s = time.perf_counter() - t0
-            prog.remove_task(task)
-            del res_op
             stats = trace.stats()
             point_info.append({"point": point, "workload": wp.as_dict(), "trace": stats,
                                "resolver": res_name or trace.resolver, "generation_seconds": gen_s})
-            for a in run_algos:
+            for a in list(run_algos):
                 gc.collect()
                 if a == res_name:  # its run is the one that generated the trace
                     secs, ops, extra = summarize(trace, trace.resolver_seconds, 0)
                     extra["note"] = "timed while generating the trace"
                 else:
-                    op = make_operator(a, dim)
                     task = prog.add_task(f"{a} {label}", total=stats["operations"])
-                    secs, ops, extra = run_on_trace(op, trace, budget=None if a in UNBUDGETED else budget,
-                                                    verify=a != "dt_floor", progress=prog, task=task)
-                    prog.remove_task(task)
-                    del op
+                    try:
+                        op = make_operator(a, dim)
+                        secs, ops, extra = run_on_trace(op, trace, budget=None if a in UNBUDGETED else budget,
+                                                        verify=a != "dt_floor", progress=prog, task=task)
+                    except Exception as e:  # noqa: BLE001
+                        fail(a, label, e)
+                        continue
+                    finally:
+                        prog.remove_task(task)
+                        op = None
                 if point:
                     extra["point"] = point
                     extra.pop("curve", None)
@@ -271,7 +295,7 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
     params = {
         "dim": dim, "scale": scale, "mode": pre.mode, "title": pre.title, "algos": algos, "budget_s": budget,
         "batch": batch, "seed": seed, "sweep": {"name": pre.sweep[0], "values": sweep_vals} if pre.sweep else None,
-        "points": point_info, "skipped": skipped, "paper": pre.paper,
+        "points": point_info, "skipped": skipped, "failed": failed, "paper": pre.paper,
     }
     doc = result_doc("threshold", preset, params, results)
     ref = "dt" if any(r.algo == "dt" for r in results) else (results[0].algo if results else "dt")
