@@ -95,6 +95,10 @@ def _mem_gb() -> float | None:
 
 
 def _git_commit() -> str | None:
+    """``git describe --always --dirty`` of the source tree (VIGIL_BENCH_COMMIT overrides it, for
+    runs from an exported snapshot of a commit)."""
+    if os.environ.get("VIGIL_BENCH_COMMIT"):
+        return os.environ["VIGIL_BENCH_COMMIT"]
     try:
         out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
                              timeout=5, cwd=Path(__file__).resolve().parent)
