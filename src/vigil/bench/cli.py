@@ -44,3 +44,20 @@ def threshold(
         dim=dim, out=out, budget=budget, batch=batch, seed=seed, resolver=resolver,
         points=[float(x) for x in points.split(",")] if points else None, progress=not no_progress,
     )
+
+
+@bench_app.command("pipeline")
+def pipeline(
+    preset: str = typer.Option(..., "--preset", help="throughput | soak"),
+    scale: float = typer.Option(None, "--scale", help="workload size factor (default: the preset's)"),
+    algos: list[str] = typer.Option(None, "--algo", help="FAMILY=NAME (repeatable)"),
+    out: Path = typer.Option(Path("results/pipeline.json"), "--out", help="result JSON; a PNG is written beside it"),
+    minutes: float = typer.Option(None, "--minutes", help="soak: how long to run"),
+) -> None:
+    """The Spark pipeline end to end: throughput vs in-process replay, and a memory soak."""
+    from ..cli import parse_algos
+    from .pipeline import PRESETS, run_preset
+
+    if preset not in PRESETS:
+        raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    run_preset(preset, scale=scale, algos=parse_algos(algos), out=out, minutes=minutes)
