@@ -144,6 +144,20 @@ def test_weights_sum_beyond_int32():
     assert list(q) == [7, 8] and list(o) == [2, 6]
 
 
+def test_infinite_points_ranges_and_huge_thresholds():
+    op, ref = DT(2), ThresholdOracle(2)
+    inf = np.inf
+    lo = np.array([[inf, -inf], [-inf, -inf], [0.0, -inf], [-inf, 0.0], [0.0, 0.0]])
+    hi = np.array([[inf, inf], [inf, -inf], [inf, 0.0], [0.0, inf], [1.0, 1.0]])
+    tau = np.array([2, 1, 3, 2**63 - 1, 2**62 + 5])
+    for o in (op, ref):
+        o.register(np.arange(5), lo, hi, tau)
+    pts = np.array([[inf, 0.0], [inf, -inf], [5.0, -inf], [-inf, inf], [inf, inf], [0.5, 0.5]])
+    w = np.array([1, 1, 1, 10**9, 10**9, 10**9])
+    _same(op.push(pts, w), ref.push(pts, w))
+    assert op.alive() == ref.alive() == 2
+
+
 def test_registration_counts_only_later_elements():
     op = DT(1)
     op.register([1], [[0.0]], [[1.0]], [2])

@@ -74,6 +74,8 @@ from . import _kernels as K
 
 #: elements processed per kernel call inside one push; rebuild conditions are checked between
 CHUNK = 1 << 16
+#: thresholds above this are treated as this (see ``register``)
+TAU_CAP = 1 << 62
 
 _STAT_KEYS = ("rebuilds", "merges", "builds")
 
@@ -257,6 +259,9 @@ class DT(ThresholdOperator):
             raise ValueError("inverted range: lo must be <= hi")
         if (tau < 1).any():
             raise ValueError("thresholds must be >= 1")
+        # keys sigma = c + lambda stay far from int64 overflow; a weight of 2**62 (4.6e18) is
+        # beyond any stream this runs on, so the clamp never changes an answer in practice
+        tau = np.minimum(tau, TAU_CAP)
         # as in the oracle: registering an alive qid replaces it (its weight restarts at 0), and
         # within one batch the last occurrence of a qid wins
         uq, last = np.unique(qids[::-1], return_index=True)
