@@ -198,8 +198,11 @@ class _Structure:
 
 
 class DT(ThresholdOperator):
-    """Distributed-tracking RTS operator (see module docstring). Extra API: :meth:`nbytes` and
-    the ``stats`` dict (rebuilds, merges, builds, signals, rounds, matured, direct, structures)."""
+    """Distributed-tracking RTS operator (see module docstring). Extra API: :meth:`nbytes` (bytes
+    held by the index) and the ``stats`` dict: ``rebuilds`` (global rebuilds after halving),
+    ``merges`` (logarithmic-method builds that absorbed older structures), ``builds`` (all
+    constructions), ``signals``, ``rounds`` (completed rounds), ``matured``, ``direct`` (switches
+    to direct mode), ``purged`` (dead entries dropped lazily), ``structures`` (non-empty T_i)."""
 
     name = "dt"
 
@@ -286,8 +289,7 @@ class DT(ThresholdOperator):
             if t is not None and t.n_alive > 0:
                 parts.append(t.export_alive())
                 merged = True
-            if i < len(self._trees):
-                self._trees[i] = None
+            self._trees[i] = None
         while len(self._trees) <= j:
             self._trees.append(None)
         self._trees[j] = self._build(parts)
