@@ -209,7 +209,7 @@ def _random_queries(rng, k, d, grid):
     return lo, hi
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_agrees_with_oracle(sc):
     d, seed, steps, big_w = sc
