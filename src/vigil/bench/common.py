@@ -218,7 +218,7 @@ def _style(algo: str, i: int) -> tuple[str, str]:
     return _STYLES.get(algo, (f"C{(i + 4) % 10}", "x"))
 
 
-def plot_doc(doc: dict[str, Any], path: str | Path, title: str | None = None) -> Path:
+def plot_doc(doc: dict[str, Any], path: str | Path, title: str | None = None, xlabel: str | None = None) -> Path:
     """Write a PNG: time-trace presets (results with ``extra.curve``) plot amortised us/op against
     the curve's x; sweeps plot total seconds against the swept parameter (hollow markers =
     extrapolated from a prefix). Log y-axis, as in the paper."""
@@ -262,7 +262,7 @@ def plot_doc(doc: dict[str, Any], path: str | Path, title: str | None = None) ->
                     linestyle=":" if algo == "dt_floor" else "-")
             for x, y, pre in pts:
                 ax.plot([x], [y], marker=marker, color=color, markerfacecolor="none" if pre else color)
-        ax.set_xlabel(xname or "")
+        ax.set_xlabel(xlabel or xname or "")
         ax.set_ylabel("total time (s; hollow = extrapolated)")
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)

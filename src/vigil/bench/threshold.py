@@ -327,13 +327,24 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
         path = write_json(out, doc)
         console.print(f"wrote {path}")
         if plot:
-            run = f"d={dim}, scale={scale:g}"
-            if not pre.sweep and point_info:
-                w = point_info[0]["workload"]
-                run += f": m={w['m']:,}, tau={w['tau']:,}"
-            png = plot_doc(doc, png_path(out), title=f"{pre.title}\nthis run: {run}")
+            png = plot_result(doc, png_path(out))
             console.print(f"wrote {png}")
     return doc
+
+
+def plot_result(doc: dict[str, Any], path: str | Path) -> Path:
+    """The PNG of a threshold result document (also to re-render one from its JSON)."""
+    prm = doc["params"]
+    pre = PRESETS[doc["preset"]]
+    scale = prm["scale"]
+    run = f"d={prm['dim']}, scale={scale:g}"
+    if not pre.sweep and prm.get("points"):
+        w = prm["points"][0]["workload"]
+        run += f": m={w['m']:,}, tau={w['tau']:,}"
+    xlabel = None
+    if pre.sweep and pre.sweep[0] in ("m", "tau") and scale != 1.0:
+        xlabel = f"{pre.sweep[0]} (paper value; this run used {pre.sweep[0]} x {scale:g})"
+    return plot_doc(doc, path, title=f"{pre.title}\nthis run: {run}", xlabel=xlabel)
 
 
 def summary_lines(doc: dict[str, Any]) -> list[str]:
