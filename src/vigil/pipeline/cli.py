@@ -16,19 +16,9 @@ FORMAT_HELP = "stream format: parquet, json (JSON lines), csv, or kafka (with --
 
 
 def _algos(algo: list[str] | None) -> dict[str, str]:
-    from vigil import registry
+    from vigil.cli import parse_algos  # one parser for --algo (imported late: vigil.cli mounts us)
 
-    out: dict[str, str] = {}
-    for a in algo or []:
-        if "=" not in a:
-            raise typer.BadParameter(f"--algo takes FAMILY=NAME, got {a!r}")
-        fam, name = a.split("=", 1)
-        try:
-            registry.resolve(fam, name)
-        except KeyError as e:
-            raise typer.BadParameter(str(e.args[0])) from None
-        out[fam] = name
-    return out
+    return parse_algos(algo)
 
 
 def run(
