@@ -406,3 +406,39 @@ def test_state_is_pickle_free_and_resumes():
     b = DT.from_state(unpack(pack(s)))
     assert b.alive() == a.alive()
     _same(a.push(pts[2000:], w[2000:]), b.push(pts[2000:], w[2000:]))
+
+
+class _Relabel:
+    """Drive DT with sparse / negative qids (the dense qid index must fall back to search)."""
+
+    def __init__(self, op, f):
+        self.op, self.f = op, f
+        self.inv: dict[int, int] = {}
+
+    def register(self, q, lo, hi, tau):
+        ids = self.f(np.asarray(q))
+        self.inv.update(zip(ids.tolist(), np.asarray(q).tolist(), strict=True))
+        self.op.register(ids, lo, hi, tau)
+
+    def terminate(self, q):
+        self.op.terminate(self.f(np.asarray(q, dtype=np.int64)))
+
+    def push(self, p, w):
+        q, o = self.op.push(p, w)
+        return np.array([self.inv[int(x)] for x in q], dtype=np.int64), o
+
+
+@pytest.mark.parametrize("f", [lambda q: q * 10**12 + 7, lambda q: -q - 1, lambda q: q + (q % 2) * (1 << 40)])
+def test_sparse_and_negative_qids(f):
+    rng = np.random.default_rng(7)
+    m, n, d = 300, 4000, 1
+    lo, hi = _random_queries(rng, m, d, 10)
+    tau = rng.integers(200, 3000, m)
+    pts = rng.integers(-1, 12, (n, d)).astype(float)
+    w = rng.integers(1, 30, n)
+    reg_at = rng.integers(0, n, m)
+    term_at = np.where(rng.random(m) < 0.4, reg_at + rng.integers(0, 300, m), 10**9)
+    ref = reference(reg_at, term_at, lo, hi, tau, pts, w)
+    got, _ = drive(_Relabel(DT(d), f), reg_at, term_at, lo, hi, tau, pts, w)
+    assert np.array_equal(got, ref)
+    assert (ref >= 0).sum() > 20 and (ref < 0).sum() > 20

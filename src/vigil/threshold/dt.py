@@ -214,6 +214,9 @@ class DT(ThresholdOperator):
             _warmup()
         self.floor_only = bool(floor_only)
         self._trees: list[_Structure | None] = []
+        # qid -> structure << 40 | local index, for small non-negative qids (the engine's are
+        # dense); entries may be stale (checked against the structure's qids); None = sparse qids
+        self._where: np.ndarray | None = np.full(0, -1, dtype=np.int64)
         self._st = np.zeros(K.N_STATS, dtype=np.int64)
         self._counts = dict.fromkeys(_STAT_KEYS, 0)
 
@@ -237,14 +240,51 @@ class DT(ThresholdOperator):
         return sum(t.n_alive for t in self._trees if t is not None)
 
     # ---------------------------------------------------------------- register / terminate
-    def _alive_mask(self, qids: np.ndarray) -> np.ndarray:
-        hit = np.zeros(qids.shape[0], dtype=bool)
-        for t in self._trees:
+    def _install(self, j: int, t: _Structure | None) -> None:
+        """Put structure ``t`` at level j of the logarithmic method and index its qids."""
+        while len(self._trees) <= j:
+            self._trees.append(None)
+        self._trees[j] = t
+        if t is None or self._where is None or t.qids.shape[0] == 0:
+            return
+        lo, hi = int(t.qsorted[0]), int(t.qsorted[-1])
+        if lo < 0 or hi >= max(1 << 20, 8 * (self.alive() + t.qids.shape[0])):
+            self._where = None  # sparse or negative qids: binary search from now on
+            return
+        if hi >= self._where.shape[0]:
+            grown = np.full(max(hi + 1, 2 * self._where.shape[0]), -1, dtype=np.int64)
+            grown[: self._where.shape[0]] = self._where
+            self._where = grown
+        self._where[t.qids] = (np.int64(j) << 40) | np.arange(t.qids.shape[0], dtype=np.int64)
+
+    def _find(self, qids: np.ndarray):
+        """Yield (structure index, structure, local indices) of the alive queries among ``qids``."""
+        if self._where is not None:
+            ok = (qids >= 0) & (qids < self._where.shape[0])
+            q = qids[ok] if not ok.all() else qids
+            v = self._where[q]
+            v, q = v[v >= 0], q[v >= 0]
+            js, locs = v >> 40, v & ((1 << 40) - 1)
+            for j in np.unique(js) if js.shape[0] else ():
+                t = self._trees[int(j)] if j < len(self._trees) else None
+                if t is None or t.n_alive == 0:
+                    continue
+                m = js == j
+                lj, qj = locs[m], q[m]
+                inb = lj < t.qids.shape[0]
+                lj, qj = lj[inb], qj[inb]
+                lj = lj[t.qids[lj] == qj]  # drop stale entries
+                yield int(j), t, lj[t.qalive[lj] != 0]
+            return
+        for j, t in enumerate(self._trees):
             if t is None or t.n_alive == 0:
                 continue
-            found, locs = t.locate(qids)
-            hit[found] |= t.qalive[locs] != 0
-        return hit
+            locs = t.locate(qids)[1]
+            yield j, t, locs[t.qalive[locs] != 0]
+
+    def _alive_mask(self, qids: np.ndarray) -> np.ndarray:
+        alive = np.concatenate([t.qids[locs] for _, t, locs in self._find(qids)] or [np.empty(0, np.int64)])
+        return np.isin(qids, alive)
 
     def register(self, qids, lo, hi, tau) -> None:
         qids = np.asarray(qids, dtype=np.int64).ravel()
@@ -290,9 +330,7 @@ class DT(ThresholdOperator):
                 parts.append(t.export_alive())
                 merged = True
             self._trees[i] = None
-        while len(self._trees) <= j:
-            self._trees.append(None)
-        self._trees[j] = self._build(parts)
+        self._install(j, self._build(parts))
         self._counts["merges"] += int(merged)
 
     def _build(self, parts) -> _Structure:
@@ -311,19 +349,16 @@ class DT(ThresholdOperator):
         if t is None or 2 * t.n_alive > t.n_built:
             return
         self._counts["rebuilds"] += 1
-        self._trees[i] = self._build([t.export_alive()]) if t.n_alive > 0 else None
+        self._install(i, self._build([t.export_alive()]) if t.n_alive > 0 else None)
 
     def terminate(self, qids) -> None:
-        qids = np.unique(np.asarray(qids, dtype=np.int64).ravel())
+        qids = np.asarray(qids, dtype=np.int64).ravel()
         if qids.shape[0] == 0:
             return
-        for i, t in enumerate(self._trees):
-            if t is None or t.n_alive == 0:
-                continue
-            locs = t.locate(qids)[1]
+        for i, t, locs in list(self._find(qids)):
             if locs.shape[0] == 0:
                 continue
-            t.n_alive -= K.kill(locs, t.qr, t.qalive)
+            t.n_alive -= K.kill(locs, t.qr, t.qalive)  # duplicates are killed once
             self._maybe_rebuild(i)
 
     # ---------------------------------------------------------------- elements
@@ -424,9 +459,7 @@ class DT(ThresholdOperator):
         for i in np.unique(tix):
             m = tix == i
             part = (qids[m], K.float_keys(lo[m]), K.float_keys(hi[m]) + 1, tau[m])
-            while len(op._trees) <= i:
-                op._trees.append(None)
-            op._trees[int(i)] = _Structure(*part)
+            op._install(int(i), _Structure(*part))
         op._counts.update({k: int(v) for k, v in dict(s.get("counts", {})).items() if k in op._counts})
         if "kernel_stats" in s:
             op._st[:] = np.asarray(s["kernel_stats"], dtype=np.int64)
