@@ -23,6 +23,12 @@ decrease (per group). Every row and every operation is either applied or rejecte
 ``counts['rows_in'] == counts['rows_applied'] + counts['rows_rejected']`` (same for ops).
 
 Snapshots are pickle-free (vigil.state): engine bookkeeping as JSON, operator state as arrays.
+
+Sharded mode (vigil.pipeline.sharded) runs one Engine per shard, each seeing part of the stream.
+Its hooks, all inert unless used: ``Engine.partial`` (a :class:`Partial`: which received rows each
+partitioned group owns, the global clock for substream lookups, quantile summaries instead of
+answers), ``Engine.advance`` (elements routed elsewhere move the position) and
+``Engine.add_history`` (join history rows applied by other shards).
 """
 
 from __future__ import annotations
@@ -124,6 +130,10 @@ class _Group:
         raise NotImplementedError
 
     def time_column(self) -> str | None:
+        return None
+
+    def part_tag(self) -> str | None:
+        """The ownership tag of :class:`Partial` that restricts the rows this group is fed."""
         return None
 
     def visible(self, cols: _Cols, idx: np.ndarray) -> np.ndarray:
@@ -275,6 +285,9 @@ class _SubstreamGroup(_Group):
     def time_column(self):
         return self.params["time_column"]
 
+    def part_tag(self):
+        return "key:" + self.params["key"]
+
     def checks(self, cols, idx):
         refs = [(self.params["key"], "key"), (self.params["time_column"], "time")]
         if self.params["column"]:
@@ -297,7 +310,8 @@ class _SubstreamGroup(_Group):
         self.op.push(vals, times, keys, seqs)
 
     def lookup(self, qid, n):
-        codes = self.op.lookup(np.array([qid], np.int64), n, self.t_last)[0]
+        t_now = self.engine._t_now(self.params["time_column"], n, self.t_last)
+        codes = self.op.lookup(np.array([qid], np.int64), n, t_now)[0]
         return None, sorted(self.codes.values[int(c)] for c in codes)
 
     def state(self):
@@ -338,6 +352,9 @@ class _JoinGroup(_Group):
 
     def time_column(self):
         return self.params.get("time_column")
+
+    def part_tag(self):
+        return "rel"
 
     def checks(self, cols, idx):
         rel = cols.get("rel", "key")[0][idx]
@@ -420,6 +437,9 @@ class _QuantileGroup(_Group):
         super().__init__(engine, params)
         self.op = engine.impl("quantiles")(engine.quantile_epsilon, params["rows"])
 
+    def part_tag(self):
+        return "seq"
+
     def checks(self, cols, idx):
         return [(None, [(self.params["column"], "num")])]
 
@@ -435,6 +455,9 @@ class _QuantileGroup(_Group):
     def lookup(self, qid, n):
         v = float(self.op.lookup(np.array([qid], np.int64), n)[0])
         return (None if math.isnan(v) else v), None
+
+    def summary(self, qid: int, n: int) -> np.ndarray:
+        return self.op.summary(qid, n)
 
 
 _GROUPS: dict[type, type[_Group]] = {
@@ -454,6 +477,36 @@ def _monotone(t: np.ndarray, ok: np.ndarray, t_last: float) -> np.ndarray:
     tt = np.where(ok, t, -np.inf)
     prev = np.maximum.accumulate(np.r_[t_last, tt[:-1]]) if len(tt) else tt
     return ~ok | (t >= prev)
+
+
+# ----------------------------------------------------------------------------- sharded-mode hook
+
+
+class Partial:
+    """Sharded-mode hook (:mod:`vigil.pipeline.sharded`): this engine holds one shard and sees only
+    the part of the stream routed to it. Set ``engine.partial`` before ``add_operations`` /
+    ``process`` / ``finish``; with ``engine.partial = None`` (the default) nothing changes.
+
+    * ``own``: tag -> bool mask over the rows of the next ``process`` batch. A group whose
+      ``part_tag()`` is in ``own`` is fed only the rows whose mask is set; tags are
+      ``"key:<column>"`` (substream filters keyed by that column: the shard owns those keys),
+      ``"seq"`` (quantiles: the shard's part of the elements) and ``"rel"`` (join groups, and the
+      join history the engine keeps). Every received row is still validated against every group,
+      exactly as without the hook. A group whose tag is absent sees every row it receives.
+    * ``clock``: time column -> (seqs, times), seqs ascending, of the *whole* stream: a substream
+      lookup after element n takes t_now = the time at the last seq <= n (an engine that sees the
+      whole stream takes the time of its own last element, which is the same).
+    * ``summaries``: if a list, a quantile lookup appends ``(at, id, phi, summary)`` to it (the
+      operator's mergeable summary, ``QuantileOperator.summary``) instead of emitting its answer;
+      the caller merges the shards' summaries (``vigil.quantiles.merge_summaries``) and answers.
+    """
+
+    def __init__(self, own: dict[str, np.ndarray] | None = None,
+                 clock: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+                 summaries: list | None = None) -> None:
+        self.own = dict(own or {})
+        self.clock = dict(clock or {})
+        self.summaries = summaries
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -493,6 +546,7 @@ class Engine:
         )
         self.out_counts: dict[str, int] = {}
         self._out: list[dict[str, Any]] = []
+        self.partial: Partial | None = None  # sharded-mode hook, see Partial
 
     # ------------------------------------------------------------------ helpers
     def impl(self, family: str) -> type:
@@ -515,6 +569,48 @@ class Engine:
     def _reject_op(self, at, ident, reason):
         self.counts["ops_rejected"] += 1
         self._emit("rejected", None, at, reason=reason, ident=ident if isinstance(ident, str) else None)
+
+    def _owned(self, g: _Group, vis: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Partial hook: restrict a group's visible rows to those its shard owns."""
+        if self.partial is not None:
+            own = self.partial.own.get(g.part_tag())
+            if own is not None:
+                return vis & own[idx]
+        return vis
+
+    def _t_now(self, tcol: str, n: int, t_last: float) -> float:
+        """Partial hook: the global time of element n (default: the group's last time)."""
+        clk = self.partial.clock.get(tcol) if self.partial is not None else None
+        if clk is None:
+            return t_last
+        i = int(np.searchsorted(clk[0], n, side="right")) - 1
+        return t_last if i < 0 else float(clk[1][i])
+
+    def advance(self, position: int) -> pa.Table:
+        """Sharded-mode hook: the elements up to ``position`` exist but were routed to other
+        engines. Applies the pending operations with ``at <= position`` (as ``process`` would
+        have) and moves the position there; returns the outputs. O(#operations applied)."""
+        if position > self.position:
+            self._apply_pending(position)
+            self.position = int(position)
+        return self.take_outputs()
+
+    def add_history(self, rows: pa.Table) -> None:
+        """Sharded-mode hook: rows of relations (with their global ``seq``) applied by other
+        engines, kept as join history for the join groups created later here (existing groups
+        are not fed). Rows whose seq is kept already are skipped. O(history) per call."""
+        if rows is None or not rows.num_rows:
+            return
+        seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
+        if self.history:
+            have = np.concatenate([np.asarray(t.column("seq").to_numpy(zero_copy_only=False), np.int64)
+                                   for t in self.history])
+            rows = rows.filter(pa.array(~np.isin(seqs, have)))
+            if not rows.num_rows:
+                return
+        t = pa.concat_tables([*self.history, rows], promote_options="permissive")
+        order = np.argsort(np.asarray(t.column("seq").to_numpy(zero_copy_only=False), np.int64), kind="stable")
+        self.history = [t.take(pa.array(order))]
 
     def _gone(self, qid: int) -> None:
         key = self.where.pop(qid, None)
@@ -633,6 +729,10 @@ class Engine:
         g = self.groups[key]
         if not hasattr(g, "lookup"):
             return self._reject_op(at, ident, f"lookup is not defined for {g.family} queries (they push events)")
+        if self.partial is not None and self.partial.summaries is not None and isinstance(g, _QuantileGroup):
+            self.partial.summaries.append((at, ident, float(self.specs[qid]["phi"]), g.summary(qid, n)))
+            self.counts["ops_applied"] += 1
+            return None
         value, keys = g.lookup(qid, n)
         self.counts["ops_applied"] += 1
         self._emit("answer", qid, at, value=value, keys=keys)
@@ -719,7 +819,7 @@ class Engine:
         for g in groups:  # times must not go backwards within a group
             tcol = g.time_column()
             if g.qids and tcol:
-                vis = g.visible(cols, idx) & ok
+                vis = self._owned(g, g.visible(cols, idx), idx) & ok
                 t = cols.get(tcol, "time")[0][idx]
                 mono = _monotone(t, vis, g.t_last)
                 for p in np.flatnonzero(~mono).tolist():
@@ -731,9 +831,9 @@ class Engine:
         self._keep_history(cols.table, idx[ok], seqs[ok])
         for g in groups:
             if g.qids:
-                vis = g.visible(cols, idx) & ok
+                vis = self._owned(g, g.visible(cols, idx), idx) & ok
             elif g.keeps_history:
-                vis = g._ok_rows(cols, idx) & ok
+                vis = self._owned(g, g._ok_rows(cols, idx), idx) & ok
             else:
                 continue
             if vis.any():
@@ -745,6 +845,9 @@ class Engine:
         if "rel" not in batch.column_names or not len(rows):
             return
         rel_ok = np.asarray(batch.column("rel").is_valid().to_numpy(zero_copy_only=False), bool)[rows]
+        own = self.partial.own.get("rel") if self.partial is not None else None
+        if own is not None:
+            rel_ok &= own[rows]
         if rel_ok.any():
             keep = rows[rel_ok]
             hist = batch.take(pa.array(keep)).drop_columns([c for c in ("seq", ERROR_COLUMN) if c in batch.column_names])

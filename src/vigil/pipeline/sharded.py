@@ -3,38 +3,61 @@
 Each micro-batch is ordered on the driver exactly as in driver mode (global ``seq``), then cut
 into per-shard work units that run as Spark tasks (one task per shard)::
 
-    shard task: Engine.restore(blob) -> add_operations(ops of the shard) -> process(rows of the
-                shard, with their global seq) -> (outputs, new blob)
+    shard task: Engine.restore(blob) -> [add_history(rows of new join placements)]
+                -> add_operations(ops of the shard) -> process(rows of the shard, with their
+                global seq, + which of them the shard owns) -> advance(global position)
+                -> (outputs, quantile summaries, new blob)
 
 The shard blobs (each an ``Engine.snapshot()``) plus the driver's routing table form the batch's
 snapshot, written atomically exactly as in driver mode, so the exactly-once protocol of
 :mod:`.driver` holds unchanged. Spark never holds one state key per query.
 
-Routing (``home`` = the shard that holds a query):
+Routing (``home`` = the shard that holds a query; "shared" = the query is on every shard):
 
-* threshold queries with equality keys (``"symbol": "AAPL"``): home = hash(key values); a row
-  goes to the shard of its own key values (for every key-column set in use), so each keyed
-  query sees all and only the rows that can match it;
-* key-less threshold queries, window aggregates, quantiles (held whole: the oracle and the GK
-  based operators are per query), substream filters and joins: home = hash(id), spread over
-  the shards; a shard holding any of them receives every row (elements are broadcast);
-* rows that carry a relation (``rel``) go to every shard: the engine keeps them as join history;
-* terminate / lookup go to the query's home; a register whose id was seen before goes to the
-  old home (so the duplicate is rejected exactly as by one engine).
+* threshold with equality keys (``"symbol": "AAPL"``): home = hash(key values); a row goes to the
+  shard of its own key values (for every key-column set in use);
+* key-less threshold and window aggregates (no key in their spec): home = hash(id); the shards
+  holding any of them receive every row;
+* equality joins (select_join, window_join): shared; for every (relation, join column) in use,
+  a row of that relation goes to shard hash(value of the join column), so each shard holds only
+  its key partition of the join history and every result pair is found on the shard of its key
+  (other shards may find it too, when a row is routed for several join columns: the driver
+  keeps each pair once);
+* band joins (no equality): home = hash(id); the rows of their two relations go to the home;
+* rows of a relation no join uses yet: shard seq mod N (kept as history, once);
+* a new (relation, column) or (relation, band home) placement re-shuffles the relation's earlier
+  rows (read from the shard blobs on the driver) to the shards it sends that relation to, as
+  join history (``Engine.add_history``): a new join query joins with old tuples as in driver mode;
+* substream filters: shared; a row goes to shard hash(row[key]) for each key column in use and
+  that shard owns its keys (``Partial.own["key:<col>"]``); a lookup is answered by every shard on
+  its keys and the driver returns the sorted union; the time window uses the global time of
+  element n (``Partial.clock``), not the shard's last element;
+* quantiles: shared; rows are partitioned by seq mod N, each shard keeps the summary of its part
+  (``Partial.own["seq"]``); a lookup collects every shard's summary (``QuantileOperator.summary``),
+  the driver merges them (``vigil.quantiles.merge_summaries``) and answers;
+* terminate / lookup go to the query's home (all shards for shared queries); operations of an id
+  nobody holds go to shard 0; a register whose id was seen before goes where the id lives (so the
+  duplicate is rejected exactly as by one engine). Rejections and answers that every shard
+  repeats for a shared query are kept once (from shard 0) or merged.
+* after its rows every shard ``advance``s to the global position, so lookups and registrations
+  happen in the same batch as in driver mode.
 
 Order rules are decided globally on the driver: an operation whose ``at`` is behind the global
-position is reported ``late`` once by the driver (shards apply it before their next element,
-which is equivalent because they saw no element in between); malformed operations are rejected
-by the driver. Outputs of all shards are merged and sorted by (at, event, id, r, s).
+position is reported ``late`` once by the driver (shards, being at the global position, apply it
+at the same point); malformed operations are rejected by the driver. Outputs of all shards are
+merged and sorted by (at, event, id, r, s).
 
-Known difference from driver mode: a row is validated against the queries of each shard that
-receives it, so a row bad for a query of shard A is still applied by shard B whose queries do
-not reference the bad column (driver mode rejects it for all). Rejections are reported once.
+Known differences from driver mode, for bad input only: a row is validated against the queries
+of each shard that receives it, so a row bad for a query of shard A is still applied by shard B
+whose queries do not reference the bad column (driver mode rejects it for all; rejections are
+reported once); a time column going backwards is detected per shard (on the rows each shard
+owns), and the substream clock counts rows that driver mode would reject.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 import zlib
 from typing import Any
@@ -43,13 +66,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vigil.events import ERROR_COLUMN, OUTPUT_SCHEMA, seq_column
+from vigil.events import ERROR_COLUMN, OUTPUT_SCHEMA, numeric_column, seq_column
 from vigil.state import pack, unpack
 
-from . import sinks, sources
+from . import sinks
 from .driver import CheckpointError, DriverProcessor, RunConfig
 
-KEYED, SPREAD = "keyed", "spread"
+ALL = -1  # home of a query held by every shard
+KEYED, SPREAD, BAND, SHARED = "keyed", "spread", "band", "shared"
+STATE_VERSION = 2
 
 
 def _h(text: str, shards: int) -> int:
@@ -72,24 +97,95 @@ def _unipc(b: bytes) -> pa.Table:
         return r.read_all()
 
 
+def _text(rows: pa.Table, col: str, prefix: str = "") -> pa.Array:
+    """A column as text (as the engine compares keys: Arrow's cast to string), nulls marked."""
+    n = rows.num_rows
+    if col not in rows.column_names:
+        return pa.array(["\x00null"] * n, pa.string())
+    c = rows.column(col)
+    c = c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+    txt = c if pa.types.is_string(c.type) else pc.cast(c, pa.string())
+    txt = pc.fill_null(txt, "\x00null")
+    return pc.binary_join_element_wise(pa.scalar(prefix), txt, "") if prefix else txt
+
+
+def _shard_of(text: pa.Array, shards: int) -> np.ndarray:
+    """hash(text) mod shards per row: one crc32 per distinct value."""
+    enc = pc.dictionary_encode(text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text)
+    dest = np.array([_h(v, shards) for v in enc.dictionary.to_pylist()], np.int64)
+    if not len(dest):
+        return np.zeros(len(text), np.int64)
+    return dest[np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)]
+
+
+def _is(rows: pa.Table, col: str, value: str) -> np.ndarray:
+    if col not in rows.column_names:
+        return np.zeros(rows.num_rows, bool)
+    c = rows.column(col)
+    if not pa.types.is_string(c.type):
+        c = pc.cast(c, pa.string())
+    return np.asarray(pc.fill_null(pc.equal(c, pa.scalar(value)), False).to_numpy(zero_copy_only=False), bool)
+
+
+def join_destinations(rows: pa.Table, places: list[list], shards: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per shard, the rows the join placements send there; and the rows some placement covers.
+    A placement is ``[rel, "col", column]`` (rows of rel -> hash(column value)) or
+    ``[rel, "shard", k]`` (every row of rel -> shard k)."""
+    n = rows.num_rows
+    masks = [np.zeros(n, bool) for _ in range(shards)]
+    covered = np.zeros(n, bool)
+    for rel in sorted({p[0] for p in places}):
+        mine = _is(rows, "rel", rel)
+        if not mine.any():
+            continue
+        covered |= mine
+        for _, how, what in (p for p in places if p[0] == rel):
+            if how == "shard":
+                masks[int(what)] |= mine
+            else:
+                dest = _shard_of(_text(rows, what), shards)
+                for k in range(shards):
+                    masks[k] |= mine & (dest == k)
+    return masks, covered
+
+
+def _alive_split(eng) -> dict[str, int]:
+    """Alive queries per family; families held by every shard are tagged ``shared:`` (counted once)."""
+    per: dict[str, int] = {}
+    for key in eng.where.values():
+        fam, params = json.loads(key)
+        if fam in ("substream", "quantiles") or (fam == "joins" and params.get("kind") != "band"):
+            fam = "shared:" + fam
+        per[fam] = per.get(fam, 0) + 1
+    return per
+
+
 def shard_task(item: tuple) -> tuple:
     """Runs on an executor: one shard's work for one batch (or its end of input)."""
     import os
 
     os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "vigil-numba"))
-    from vigil.engine import Engine
+    from vigil.engine import Engine, Partial
 
-    shard, rows_b, ops, blob, settings, final = item
+    shard, rows_b, ops, blob, settings, final, extra = item
     eng = Engine.restore(blob) if blob else Engine(**settings)
     t0 = time.perf_counter()
+    summaries: list = []
+    eng.partial = Partial(own=extra.get("own"), clock=extra.get("clock"), summaries=summaries)
+    if extra.get("hist"):
+        eng.add_history(_unipc(extra["hist"]))
     if final:
         out = eng.finish()
     else:
         if ops:
             eng.add_operations(ops)
         out = eng.process(_unipc(rows_b))
+        more = eng.advance(extra["position"])
+        if more.num_rows:
+            out = pa.concat_tables([out, more])
+    eng.partial = None
     dt = time.perf_counter() - t0
-    return shard, _ipc(out), eng.snapshot(), eng.alive(), dt
+    return shard, _ipc(out), eng.snapshot(), _alive_split(eng), dt, summaries
 
 
 class ShardedProcessor(DriverProcessor):
@@ -98,11 +194,17 @@ class ShardedProcessor(DriverProcessor):
         self.spark = spark
         self.S = max(1, int(cfg.shards))
         self.state: dict[str, Any] | None = None
+        self.alive: dict[str, int] = {}
 
     # ---------------------------------------------------------------- state
     def fresh(self) -> dict[str, Any]:
-        return {"position": 0, "maxseq": 0, "home": {}, "kind": {}, "keysig": {}, "alive": {},
-                "blobs": [b""] * self.S, "counts": {}}
+        # home: id -> shard or ALL; kind: id -> KEYED/SPREAD/BAND/SHARED; fam: id -> family;
+        # alive: id -> position of its terminate (-1: none yet), while it may see rows;
+        # keysig: keyed threshold id -> key items; sub: substream id -> [key column, time column];
+        # place: join placements (see join_destinations), never removed (they are history);
+        # clock: time column -> time of the last element (running max) for substream lookups
+        return {"version": STATE_VERSION, "position": 0, "maxseq": 0, "home": {}, "kind": {}, "fam": {},
+                "alive": {}, "keysig": {}, "sub": {}, "place": [], "clock": {}, "blobs": [b""] * self.S}
 
     def load(self, k: int | None) -> dict[str, Any]:
         if k is None or k < 0:
@@ -111,6 +213,8 @@ class ShardedProcessor(DriverProcessor):
         if data is None:
             raise CheckpointError(f"no shard snapshot for batch {k} in {self.store.dir}")
         s = unpack(data)
+        if s.get("version") != STATE_VERSION:
+            raise CheckpointError(f"shard snapshot {k} has version {s.get('version')!r}, expected {STATE_VERSION}")
         s["blobs"] = [b.tobytes() for b in s["blobs"]]
         if len(s["blobs"]) != self.S:
             raise CheckpointError(f"checkpoint has {len(s['blobs'])} shards, --shards says {self.S}")
@@ -124,16 +228,54 @@ class ShardedProcessor(DriverProcessor):
                 "join_output": self.cfg.join_output, "columns": self.columns}
 
     # ---------------------------------------------------------------- routing of operations
+    def _home_of(self, st: dict, ident: str, spec) -> int:
+        """Decide (and record) where a newly registered query lives; adds join placements."""
+        from vigil.specs import BandJoinSpec, QuantileSpec, SubstreamFilterSpec, ThresholdSpec
+
+        fam = spec.family
+        if isinstance(spec, ThresholdSpec) and spec.key_items():
+            items = [list(kv) for kv in spec.key_items()]
+            home, kind = _h(_key_text(items), self.S), KEYED
+            st["keysig"][ident] = items
+        elif isinstance(spec, BandJoinSpec):
+            home, kind = _h(ident, self.S), BAND
+            for rel in (spec.left, spec.right):
+                self._place(st, [rel, "shard", home])
+        elif fam == "joins":  # equality joins: by the join key
+            home, kind = ALL, SHARED
+            self._place(st, [spec.left, "col", spec.left_on])
+            self._place(st, [spec.right, "col", spec.right_on])
+        elif isinstance(spec, SubstreamFilterSpec):
+            home, kind = ALL, SHARED
+            st["sub"][ident] = [spec.key, spec.time_column]
+        elif isinstance(spec, QuantileSpec):
+            home, kind = ALL, SHARED
+        else:  # key-less threshold, window aggregates
+            home, kind = _h(ident, self.S), SPREAD
+        st["home"][ident], st["kind"][ident], st["fam"][ident] = home, kind, fam
+        st["alive"][ident] = -1
+        return home
+
+    def _place(self, st: dict, p: list) -> None:
+        if p not in st["place"]:
+            st["place"].append(p)
+            self._new_places.append(p)
+
     def route_ops(self, st: dict, ops: list[str]) -> tuple[list[list[str]], list[dict], int]:
-        """Per-shard operation lines, driver-made events (late, malformed), #ops rejected here."""
+        """Per-shard operation lines, driver-made events (late, malformed), #ops rejected here.
+
+        Homes are decided in the order the engines apply the operations, (max(at, position),
+        arrival), so that a terminate arriving before its register still finds the query; each
+        shard receives its lines in arrival order (its engine orders them the same way)."""
         from vigil.engine import Engine
-        from vigil.specs import SpecError, ThresholdSpec, parse_query
+        from vigil.specs import SpecError, parse_query
 
         per: list[list[str]] = [[] for _ in range(self.S)]
         events: list[dict] = []
         rejected = 0
         P = st["position"]
-        for raw in ops:
+        todo: list[tuple[int, int, dict, Any]] = []
+        for j, raw in enumerate(ops):
             op, err = Engine._parse_op(raw)
             if err:
                 at = op.get("at") if isinstance(op.get("at"), int) else P
@@ -155,6 +297,10 @@ class ShardedProcessor(DriverProcessor):
                 events.append(_ev("rejected", None, at, reason=reason))
                 rejected += 1
                 continue
+            todo.append((max(at, P), j, op, raw))
+        dest: dict[int, int] = {}
+        for at, j, op, _ in sorted(todo, key=lambda x: (x[0], x[1])):
+            ident = op.get("id") if op["op"] != "register" else op["query"]["id"]
             if ident in st["home"]:
                 home = st["home"][ident]
             elif op["op"] == "register":
@@ -162,57 +308,109 @@ class ShardedProcessor(DriverProcessor):
                     spec = parse_query(op["query"], self.columns)
                 except SpecError:
                     spec = None
-                if isinstance(spec, ThresholdSpec) and spec.key_items():
-                    items = [list(kv) for kv in spec.key_items()]
-                    home = _h(_key_text(items), self.S)
-                    st["kind"][ident] = KEYED
-                    st["keysig"][ident] = items
-                else:
-                    home = _h(ident, self.S)
-                    st["kind"][ident] = SPREAD
-                if spec is not None:
-                    st["home"][ident] = home
-                    st["alive"][ident] = True
+                home = 0 if spec is None else self._home_of(st, ident, spec)
             else:
-                home = _h(ident, self.S)
-            if op["op"] == "terminate":
-                st["alive"].pop(ident, None)
-            per[home].append(raw if isinstance(raw, str) else json.dumps(raw))
+                home = 0  # unknown id: rejected by shard 0
+            if op["op"] == "terminate" and st["alive"].get(ident) == -1:
+                st["alive"][ident] = at  # sees no element after this position
+            dest[j] = home
+        for _, j, _, raw in todo:
+            line = raw if isinstance(raw, str) else json.dumps(raw)
+            for k in range(self.S) if dest[j] == ALL else (dest[j],):
+                per[k].append(line)
         return per, events, rejected
 
     # ---------------------------------------------------------------- routing of rows
-    def route_rows(self, st: dict, rows: pa.Table, registered_now: set[str]) -> list[np.ndarray]:
+    def in_use(self, st: dict, before: int) -> list[str]:
+        """Queries that may see an element after position ``before``."""
+        return [i for i, end in st["alive"].items() if end == -1 or end > before]
+
+    def route_rows(self, st: dict, rows: pa.Table, ids: list[str]) -> tuple[list[np.ndarray], list[dict]]:
+        """Per shard: which rows it receives, and the ownership masks (over those rows)."""
         n = rows.num_rows
-        ids = [i for i in st["home"] if st["alive"].get(i) or i in registered_now]
-        spread_shards = {st["home"][i] for i in ids if st["kind"].get(i) == SPREAD}
-        masks = [np.zeros(n, bool) for _ in range(self.S)]
-        if "rel" in rows.column_names:
-            has_rel = np.asarray(rows.column("rel").is_valid().to_numpy(zero_copy_only=False), bool)
-            for m in masks:
-                m |= has_rel
-        for s in spread_shards:
-            masks[s][:] = True
+        S = self.S
+        masks = [np.zeros(n, bool) for _ in range(S)]
+        seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
+        own: list[dict[str, np.ndarray]] = [{} for _ in range(S)]
+        for i in ids:
+            if st["kind"].get(i) == SPREAD:
+                masks[st["home"][i]][:] = True
         if ERROR_COLUMN in rows.column_names:  # malformed rows: rejected once, by shard 0
             masks[0] |= np.asarray(rows.column(ERROR_COLUMN).is_valid().to_numpy(zero_copy_only=False), bool)
+        # keyed threshold: by the key values, per key-column set in use
         sigs = {tuple(c for c, _ in st["keysig"][i]) for i in ids if st["kind"].get(i) == KEYED}
         for sig in sigs:
-            parts = []
-            for c in sig:
-                if c not in rows.column_names:
-                    parts = None
-                    break
-                col = rows.column(c)
-                txt = col if pa.types.is_string(col.type) else pc.cast(col, pa.string())
-                parts.append(pc.binary_join_element_wise(pa.scalar(f"{c}="), pc.fill_null(txt, "\x00null"), ""))
-            if parts is None:
+            if any(c not in rows.column_names for c in sig):
                 continue
+            parts = [_text(rows, c, f"{c}=") for c in sig]
             joined = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "\x1f")
-            enc = pc.dictionary_encode(joined.combine_chunks() if hasattr(joined, "combine_chunks") else joined)
-            dest = np.array([_h(v, self.S) for v in enc.dictionary.to_pylist()], np.int64)
-            shard_of = dest[enc.indices.to_numpy(zero_copy_only=False)] if len(dest) else np.zeros(n, np.int64)
-            for s in range(self.S):
-                masks[s] |= shard_of == s
-        return masks
+            dest = _shard_of(joined, S)
+            for k in range(S):
+                masks[k] |= dest == k
+        # joins: placements; relation rows no placement covers go to seq mod S (history, once)
+        if "rel" in rows.column_names:
+            jm, covered = join_destinations(rows, st["place"], S)
+            rest = np.asarray(rows.column("rel").is_valid().to_numpy(zero_copy_only=False), bool) & ~covered
+            for k in range(S):
+                jm[k] |= rest & (seqs % S == k)
+                masks[k] |= jm[k]
+                own[k]["rel"] = jm[k]
+        # substream filters: by key, per key column in use
+        for col in sorted({st["sub"][i][0] for i in ids if i in st["sub"]}):
+            dest = _shard_of(_text(rows, col), S)
+            for k in range(S):
+                own[k]["key:" + col] = dest == k
+                masks[k] |= dest == k
+        # quantiles: by seq
+        part = seqs % S
+        for k in range(S):
+            own[k]["seq"] = part == k
+        if any(st["fam"].get(i) == "quantiles" for i in ids):
+            for k in range(S):
+                masks[k] |= part == k
+        own = [{t: m[masks[k]] for t, m in own[k].items()} for k in range(S)]
+        return masks, own
+
+    def clock(self, st: dict, rows: pa.Table, ids: list[str], before: int) -> dict[str, tuple]:
+        """Global time per time column of the substream filters in use (running max; see Partial)."""
+        out = {}
+        seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
+        for tcol in sorted({st["sub"][i][1] for i in ids if i in st["sub"]}):
+            carry = float(st["clock"].get(tcol, -math.inf))
+            t = numeric_column(rows, tcol)[0] if tcol in rows.column_names else np.full(len(seqs), np.nan)
+            t = np.where(np.isfinite(t), t, -math.inf)
+            run = np.maximum.accumulate(np.r_[carry, t])
+            out[tcol] = (np.r_[before, seqs].astype(np.int64), run)
+            st["clock"][tcol] = float(run[-1])
+        return out
+
+    def reshuffle(self, st: dict, places: list[list]) -> list[bytes]:
+        """Earlier rows of the relations of new placements, read from the shard blobs, cut per
+        shard by those placements (IPC bytes, b"" for none)."""
+        rels = {p[0] for p in places}
+        parts = []
+        for blob in st["blobs"]:
+            if not blob:
+                continue
+            h = unpack(blob)["history"]
+            if len(h):
+                t = _unipc(h.tobytes())
+                keep = np.zeros(t.num_rows, bool)
+                for rel in rels:
+                    keep |= _is(t, "rel", rel)
+                if keep.any():
+                    parts.append(t.filter(pa.array(keep)))
+        out = [b""] * self.S
+        if not parts:
+            return out
+        t = pa.concat_tables(parts, promote_options="permissive")
+        _, first = np.unique(np.asarray(t.column("seq").to_numpy(zero_copy_only=False), np.int64), return_index=True)
+        t = t.take(pa.array(first))  # one copy per seq, ascending
+        masks, _ = join_destinations(t, places, self.S)
+        for k in range(self.S):
+            if masks[k].any():
+                out[k] = _ipc(t.filter(pa.array(masks[k])))
+        return out
 
     def global_seq(self, st: dict, rows: pa.Table) -> tuple[pa.Table, list[dict]]:
         """Rows with their global seq (invalid stream-given seqs rejected here, as one engine does)."""
@@ -238,7 +436,7 @@ class ShardedProcessor(DriverProcessor):
 
     # ---------------------------------------------------------------- one batch
     def _run_shards(self, items: list[tuple]) -> list[tuple]:
-        if self.S == 1:
+        if self.S == 1 or self.spark is None:  # no Spark: in-process (tests, one shard)
             return [shard_task(it) for it in items]
         rdd = self.spark.sparkContext.parallelize(items, len(items))
         return sorted(rdd.map(shard_task).collect(), key=lambda r: r[0])
@@ -249,25 +447,37 @@ class ShardedProcessor(DriverProcessor):
             self.state, self.batch = self.load(batch_id), batch_id
             self._report(batch_id, {}, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0, skipped=True)
             return
-        tbl = self.collect(df)
-        t_collect = time.perf_counter() - t0
-        ops, rows, files = sources.split_batch(tbl, self.cfg.fmt)
+        ops, rows, files = self.collect_split(df)
+        self.run_batch(batch_id, ops, rows, len(files), t0, time.perf_counter() - t0)
+
+    def run_batch(self, batch_id: int, ops: list, rows: pa.Table, n_files: int = 0, t0: float | None = None,
+                  t_collect: float = 0.0) -> pa.Table:
+        """One batch from its collected operations and rows (ordered); returns its output."""
+        t0 = time.perf_counter() if t0 is None else t0
         if self.state is None or self.batch != batch_id - 1:
             self.state = self.load(batch_id - 1)
         st = self.state
-        known = set(st["home"])
+        self.batch = None  # st is mutated below: a failed attempt must reload it
+        before = st["position"]
+        self._new_places: list[list] = []
+        was_alive = set(self.in_use(st, before))
         per_ops, events, ops_rej = self.route_ops(st, ops)
-        registered_now = set(st["home"]) - known
+        ids = sorted(was_alive | set(self.in_use(st, before)))
+        hist = self.reshuffle(st, self._new_places) if self._new_places else [b""] * self.S
         rows, seq_events = self.global_seq(st, rows)
-        masks = self.route_rows(st, rows, registered_now)
+        masks, own = self.route_rows(st, rows, ids)
+        clock = self.clock(st, rows, ids, before)
         items = []
         for s in range(self.S):
             part = rows.filter(pa.array(masks[s])) if rows.num_rows else rows
-            items.append((s, _ipc(part), per_ops[s], st["blobs"][s], self.settings(), False))
+            extra = {"own": own[s], "clock": clock, "hist": hist[s], "position": st["position"]}
+            items.append((s, _ipc(part), per_ops[s], st["blobs"][s], self.settings(), False, extra))
         t1 = time.perf_counter()
         results = self._run_shards(items)
         t_engine = time.perf_counter() - t1
         out, c = self.merge(results, events + seq_events, st)
+        for i in [i for i, end in st["alive"].items() if end != -1 and end <= st["position"]]:
+            del st["alive"][i]  # terminated: sees no later element
         n_rows = len(seq_events) + rows.num_rows
         c.update(rows_in=n_rows, ops_in=len(ops))
         c["ops_rejected"] += ops_rej
@@ -281,36 +491,72 @@ class ShardedProcessor(DriverProcessor):
         self.store.save(batch_id, snap)
         t_snap = time.perf_counter() - t2
         self.batch = batch_id
-        self._report(batch_id, c, {}, len(files), len(snap), time.perf_counter() - t0, t_collect, t_engine,
+        self._report(batch_id, c, {}, n_files, len(snap), time.perf_counter() - t0, t_collect, t_engine,
                      t_snap, alive=self.alive, position=st["position"])
+        return out
 
     def merge(self, results: list[tuple], driver_events: list[dict], st: dict) -> tuple[pa.Table, dict]:
-        """Shard outputs + driver events -> one batch output; shard 'late' events are dropped (the
-        driver reports lateness globally) and a row rejected by several shards is kept once."""
+        """Shard outputs + driver events -> one batch output. Shard 'late' events are dropped (the
+        driver reports lateness globally); a row rejected by several shards is kept once; for
+        shared queries, rejections are taken from shard 0, lookup answers are merged (substream:
+        union of keys; quantiles: merged summaries) and join pairs found on several shards are
+        kept once."""
+        from vigil.quantiles import answer_from_summary, merge_summaries
+
         alive: dict[str, int] = {}
         kept: list[dict] = []
         seen_rows: set[int] = set()
+        seen_pairs: set[tuple] = set()
+        keys: dict[tuple, set] = {}
+        summ: dict[tuple, tuple[float, list]] = {}
         rows_rej = ops_rej = 0
-        for shard, out_b, blob, al, _dt in results:
+        for shard, out_b, blob, al, _dt, sums in results:
             st["blobs"][shard] = blob
             for k, v in al.items():
-                alive[k] = alive.get(k, 0) + v
+                alive[k] = max(alive.get(k, 0), v) if k.startswith("shared:") else alive.get(k, 0) + v
+            nth: dict[tuple, int] = {}
             for r in _unipc(out_b).to_pylist():
-                ev = r["event"]
+                ev, ident = r["event"], r["id"]
+                shared = ident is not None and st["home"].get(ident) == ALL
                 if ev == "late":
                     continue
                 if ev == "rejected":
-                    if r["id"] is None:  # shards only see operations with an id: this is a row
+                    if ident is None:  # shards only see operations with an id: this is a row
                         if r["at"] in seen_rows:
                             continue
                         seen_rows.add(r["at"])
                         rows_rej += 1
+                    elif shared and shard != 0:
+                        continue
                     else:
                         ops_rej += 1
+                elif ev == "answer" and shared:
+                    k = (r["at"], ident)
+                    nth[k] = nth.get(k, -1) + 1
+                    keys.setdefault((*k, nth[k]), set()).update(r["keys"] or [])
+                    continue
+                elif ev in ("join", "affected"):
+                    pair = (ev, ident, r["at"], r["r"], r["s"])
+                    if pair in seen_pairs:
+                        continue
+                    seen_pairs.add(pair)
                 elif ev == "matured":
-                    st["alive"].pop(r["id"], None)
+                    st["alive"].pop(ident, None)
                 kept.append(r)
-        self.alive = alive
+            nth = {}
+            for at, ident, phi, summary in sums:
+                k = (at, ident)
+                nth[k] = nth.get(k, -1) + 1
+                summ.setdefault((*k, nth[k]), (phi, []))[1].append(summary)
+        for (at, ident, _), ks in keys.items():
+            kept.append(_ev("answer", ident, at, keys=sorted(ks)))
+        for (at, ident, _), (phi, parts) in summ.items():
+            v = answer_from_summary(merge_summaries(parts), phi)
+            kept.append(_ev("answer", ident, at, value=None if math.isnan(v) else v))
+        self.alive = {}
+        for k, v in alive.items():
+            fam = k.removeprefix("shared:")
+            self.alive[fam] = self.alive.get(fam, 0) + v
         kept.extend(driver_events)
         kept.sort(key=_order_key)
         c = {"rows_rejected": rows_rej, "ops_rejected": ops_rej,
@@ -321,14 +567,16 @@ class ShardedProcessor(DriverProcessor):
         t0 = time.perf_counter()
         last = self.store.latest()
         st = self.load(last)
-        items = [(s, b"", [], st["blobs"][s], self.settings(), True) for s in range(self.S)]
+        P = st["position"]
+        clock = {t: (np.array([P], np.int64), np.array([v], np.float64)) for t, v in st["clock"].items()}
+        items = [(s, b"", [], st["blobs"][s], self.settings(), True, {"clock": clock}) for s in range(self.S)]
         results = self._run_shards(items)
         out, c = self.merge(results, [], st)
         k = (last if last is not None else -1) + 1
         sinks.write_batch(self.cfg.out, k, out)
         c.update(rows_in=0, ops_in=0, rows_applied=0, ops_applied=0, late=0)
         return self._report(k, c, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0.0, alive=self.alive,
-                            final=True, position=st["position"])
+                            final=True, position=P)
 
 
 def _ev(event: str, ident: str | None, at: int | None, **kw) -> dict:

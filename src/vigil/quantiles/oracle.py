@@ -82,6 +82,12 @@ class QuantileOracle(QuantileOperator):
                 out[i] = srt[quantile_rank(phi, len(srt)) - 1]
         return out
 
+    def summary(self, qid: int, n: int) -> np.ndarray:
+        """Mergeable summary: the sorted non-null window values (exact; O(n + W log W))."""
+        if int(qid) not in self._q:
+            raise KeyError(f"qid {int(qid)} is not registered")
+        return np.sort(self.window_values(n, self._q[int(qid)][2]))
+
     def state(self) -> dict[str, Any]:
         ids = sorted(self._q)
         return {
