@@ -197,8 +197,17 @@ class DriverProcessor:
         return self.engine
 
     # ---------------------------------------------------------------- one batch
-    def collect(self, df) -> pa.Table:
-        return sources.with_row_index(df).toArrow()
+    def collect(self, df, full: bool = False) -> pa.Table:
+        return sources.with_row_index(df, full).toArrow()
+
+    def collect_split(self, df) -> tuple[list[str], pa.Table, list[str]]:
+        """The batch's (operation lines, stream rows in arrival order, files). Parquet rows come
+        with their path on each file's first row only; if they do not arrive as whole-file runs,
+        the batch is collected again with the path on every row (see :mod:`.sources`)."""
+        try:
+            return sources.split_batch(self.collect(df), self.cfg.fmt)
+        except sources.NeedsFileNames:
+            return sources.split_batch(self.collect(df, full=True), self.cfg.fmt)
 
     def __call__(self, df, batch_id: int) -> None:
         t0 = time.perf_counter()
@@ -207,9 +216,8 @@ class DriverProcessor:
             self.batch = batch_id
             self._report(batch_id, {}, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0, skipped=True)
             return
-        tbl = self.collect(df)
+        ops, rows, files = self.collect_split(df)
         t_collect = time.perf_counter() - t0
-        ops, rows, files = sources.split_batch(tbl, self.cfg.fmt)
         eng = self.engine_before(batch_id)
         before = counts_of(eng)
         t1 = time.perf_counter()
@@ -265,7 +273,11 @@ class DriverProcessor:
         """Apply the operations still pending after the last element (as ``vigil replay`` does)."""
         t0 = time.perf_counter()
         last = self.store.latest()
-        eng = self.restore(last)
+        if self.engine is not None and self.batch == last:  # the in-memory engine is snapshot `last`
+            eng = self.engine
+        else:
+            eng = self.restore(last)
+        self.engine, self.batch = None, None  # finished: no longer the state of any batch
         before = counts_of(eng)
         out = eng.finish()
         k = (last if last is not None else -1) + 1

@@ -1,18 +1,29 @@
 """Structured Streaming sources for vigil: stream rows and query operations in ONE micro-batch unit.
 
-Both inputs are streaming file sources (``spark.readStream``) unioned into one DataFrame with a
-``_kind`` column (0 = stream row, 1 = operation line). Spark's offset log then fixes, for every
-batch id, exactly which files of *both* directories belong to it, so a batch replayed after a
-crash sees the same rows and the same operations.
+Both inputs are streaming file sources (``spark.readStream``) unioned into one DataFrame (an
+operation line has a non-null ``_op``, a stream row a null one). Spark's offset log then fixes,
+for every batch id, exactly which files of *both* directories belong to it, so a batch replayed
+after a crash sees the same rows and the same operations.
 
-Order inside a batch is made deterministic on the driver (:func:`split_batch`):
+Order inside a batch is made deterministic on the driver (:func:`split_batch`): files are ordered
+by path (Spark picks the files of a batch by modification time, then we order them by name) and
+rows inside a file by their position in the file; operation lines are handed to the engine
+*before* the batch's rows, in (file, line) order; the engine interleaves them at their exact ``at``.
 
-* files are ordered by path (Spark picks the files of a batch by modification time, then we
-  order them by name) and rows inside a file by their position in the file. The session reads
-  each file whole in one task (see :mod:`.session`), so ``monotonically_increasing_id()`` inside
-  a partition is the row's position in its file.
-* operation lines are handed to the engine *before* the batch's rows, in (file, line) order; the
-  engine interleaves them at their exact ``at``.
+How a row's (file, position) travels, cheaply:
+
+* Parquet stream rows carry ``_row`` = Spark's hidden ``_metadata.row_index`` (the row's position
+  in its file, exact whatever the partitioning) and ``_file`` = ``_metadata.file_path`` **on the
+  first row of each file only** (null elsewhere: a per-row path string would be ~60 bytes a row
+  through ``toArrow()``, 4x the size of a row of two numbers). Rows of one file arrive as one run
+  0, 1, 2, ... (the session reads each file whole in one task, see :mod:`.session`);
+  :func:`split_batch` checks exactly that and orders the runs by name without copying (slices).
+  If the check fails (a file split over several tasks, say by other session settings), it raises
+  :class:`NeedsFileNames` and the caller collects the batch again with the path on every row
+  (:func:`with_row_index` ``full=True``), which orders correctly in every case.
+* JSON/CSV rows and operation lines carry the path on every row (``input_file_name()``) and
+  ``_row`` = ``monotonically_increasing_id()``, which is the position inside the file because each
+  file is read whole by one task.
 
 Malformed JSON/CSV rows (Spark's ``_corrupt_record``) become rows whose ``__error__`` column holds
 a reason, which the engine reports as ``rejected`` events (the row still takes its place, and
@@ -34,9 +45,9 @@ import pyarrow.compute as pc
 
 from vigil.events import ERROR_COLUMN, parse_jsonl_lines
 
-KIND_ROW, KIND_OP = 0, 1
 CORRUPT = "_corrupt_record"
 HELPER_COLUMNS = ("_kind", "_file", "_row", "_pos", "_op", "_line", CORRUPT)
+
 FORMATS = ("parquet", "json", "csv", "kafka")
 
 KAFKA_HINT = (
@@ -48,6 +59,11 @@ KAFKA_HINT = (
 
 class SourceError(RuntimeError):
     """A source that cannot be set up; ``str(err)`` says what to do."""
+
+
+class NeedsFileNames(ValueError):
+    """The batch's rows are not whole-file runs in position order: collect it again with
+    ``with_row_index(df, full=True)`` (the file path on every row)."""
 
 
 def kafka_hint() -> str:
@@ -107,7 +123,9 @@ def stream_rows(
     max_files: int | None = None,
     options: dict[str, str] | None = None,
 ):
-    """Streaming DataFrame of stream rows with ``_kind``, ``_file`` (and ``_pos`` for Kafka)."""
+    """Streaming DataFrame of stream rows with ``_file`` and ``_row`` (Parquet), ``_file`` (JSON,
+    CSV; ``_row`` is added per batch by :func:`with_row_index`), or ``_file``, ``_pos`` and
+    ``_line`` (Kafka)."""
     from pyspark.sql import functions as F
 
     opts = dict(options or {})
@@ -119,7 +137,6 @@ def stream_rows(
                 raise SourceError(kafka_hint()) from None
             raise
         return df.select(
-            F.lit(KIND_ROW).alias("_kind"),
             F.format_string("kafka:%s:%08d", F.col("topic"), F.col("partition")).alias("_file"),
             F.col("offset").alias("_pos"),
             F.col("value").cast("string").alias("_line"),
@@ -136,11 +153,15 @@ def stream_rows(
     if fmt in ("json", "csv"):
         opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT, **opts}
     df = reader.options(**opts).format(fmt).load(str(path))
-    return df.withColumn("_kind", F.lit(KIND_ROW)).withColumn("_file", F.input_file_name())
+    if fmt == "parquet":
+        # the position in the file; the path on the file's first row only (see the module doc)
+        idx = F.col("_metadata.row_index")
+        return df.select("*", idx.alias("_row"), F.when(idx == 0, F.col("_metadata.file_path")).alias("_file"))
+    return df.withColumn("_file", F.input_file_name())
 
 
 def operations(spark, path: str | Path, max_files: int | None = None):
-    """Streaming DataFrame of raw operation lines (JSONL) with ``_kind`` and ``_file``."""
+    """Streaming DataFrame of raw operation lines (JSONL) ``_op`` with ``_file``."""
     from pyspark.sql import functions as F
 
     reader = spark.readStream
@@ -148,7 +169,7 @@ def operations(spark, path: str | Path, max_files: int | None = None):
         reader = reader.option("maxFilesPerTrigger", int(max_files))
     df = reader.text(str(path))
     return df.select(
-        F.col("value").alias("_op"), F.lit(KIND_OP).alias("_kind"), F.input_file_name().alias("_file")
+        F.col("value").alias("_op"), F.input_file_name().alias("_file"), F.lit(None).cast("long").alias("_row")
     )
 
 
@@ -157,19 +178,27 @@ def combined(rows_df, ops_df):
     return rows_df.unionByName(ops_df, allowMissingColumns=True)
 
 
-def with_row_index(df):
-    """Inside ``foreachBatch``: add ``_row``, the row's position inside its partition (= its file)."""
+def with_row_index(df, full: bool = False):
+    """Inside ``foreachBatch``: complete ``_row`` with the row's position inside its partition
+    (= its file) where the source gave none; ``full``: the file path on every row."""
     from pyspark.sql import functions as F
 
-    return df.withColumn("_row", F.monotonically_increasing_id())
+    row = F.monotonically_increasing_id()
+    if "_row" in df.columns:  # coalesce evaluates the id only where _row is null (whole partitions)
+        row = F.coalesce(F.col("_row"), row)
+    df = df.withColumn("_row", row)
+    if full and "_pos" not in df.columns:
+        df = df.withColumn("_file", F.input_file_name())
+    return df
 
 
 # ----------------------------------------------------------------------------- driver side
 
 
 def _order(tbl: pa.Table) -> np.ndarray:
-    """Indices that put rows in (file, position) order. Rows of one file arrive as one run in
-    position order, so ordering the runs is enough; anything else falls back to a full sort."""
+    """Indices that put rows in (file, position) order, the path being on every row. Rows of one
+    file arrive as one run in position order, so ordering the runs is enough; anything else falls
+    back to a full sort."""
     n = tbl.num_rows
     if n == 0:
         return np.zeros(0, np.int64)
@@ -195,23 +224,90 @@ def _order(tbl: pa.Table) -> np.ndarray:
     return np.concatenate([np.arange(starts[i], ends[i]) for i in order_runs])
 
 
+def _order_file_runs(tbl: pa.Table) -> tuple[pa.Table, list[str]]:
+    """(rows in (file, position) order, their files) when ``_row`` is the position in the file and
+    ``_file`` the path on each file's first row only (Parquet rows, see the module doc).
+
+    Accepted only if the rows are runs ``0, 1, ..., len-1`` whose first row, and only it, carries a
+    path, all paths distinct: then every run is a whole file in order, and ordering the runs by
+    path (zero-copy slices) gives the arrival order. Otherwise :class:`NeedsFileNames`."""
+    n = tbl.num_rows
+    row = tbl.column("_row")
+    if row.null_count:
+        raise NeedsFileNames("rows without a position")
+    row = row.to_numpy()
+    first = row == 0
+    starts = np.flatnonzero(first)
+    if not len(starts) or starts[0] != 0:
+        raise NeedsFileNames("a batch does not start with the first row of a file")
+    run = np.cumsum(first) - 1
+    if not np.array_equal(row, np.arange(n) - starts[run]):
+        raise NeedsFileNames("rows of a file are not one run in position order")
+    fcol = tbl.column("_file")
+    if fcol.null_count != n - len(starts):
+        raise NeedsFileNames("file paths are not on the first rows exactly")
+    names = fcol.take(pa.array(starts)).to_pylist()
+    if None in names or len(set(names)) != len(names):
+        raise NeedsFileNames("a file appears in several runs")
+    order = sorted(range(len(starts)), key=names.__getitem__)
+    if order != list(range(len(starts))):
+        ends = np.r_[starts[1:], n]
+        tbl = pa.concat_tables([tbl.slice(int(starts[i]), int(ends[i] - starts[i])) for i in order])
+    return tbl, sorted(names)
+
+
+def _split_kinds(tbl: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """(operation lines, stream rows): operation lines are the rows with a non-null ``_op``.
+    The union puts them in one block (zero-copy slices); otherwise they are filtered."""
+    n = tbl.num_rows
+    if "_op" not in tbl.column_names:
+        return tbl.slice(0, 0), tbl
+    valid = tbl.column("_op").is_valid()
+    k = pc.sum(valid).as_py() or 0
+    if k == 0:
+        return tbl.slice(0, 0), tbl
+    if k == n:
+        return tbl, tbl.slice(0, 0)
+    idx = np.flatnonzero(valid.to_numpy(zero_copy_only=False))
+    a, b = int(idx[0]), int(idx[-1]) + 1
+    if b - a == k:
+        return tbl.slice(a, k), pa.concat_tables([tbl.slice(0, a), tbl.slice(b)])
+    return tbl.filter(valid), tbl.filter(pc.invert(valid))
+
+
+def _names(col) -> list[str]:
+    return [x for x in pc.unique(col).to_pylist() if x is not None]
+
+
 def split_batch(tbl: pa.Table, fmt: str = "parquet") -> tuple[list[str], pa.Table, list[str]]:
     """Split a collected micro-batch into (operation lines, stream rows, files) in arrival order.
 
-    Stream rows keep only user columns (plus ``__error__`` for malformed rows)."""
+    Stream rows keep only user columns (plus ``__error__`` for malformed rows); no row data is
+    copied when the batch arrives as whole-file runs (the usual case), except to reorder runs.
+    Raises :class:`NeedsFileNames` when Parquet rows carry their path on first rows only and do
+    not form whole-file runs (collect again with ``with_row_index(df, full=True)``)."""
     if tbl.num_rows == 0:
         return [], _user_columns(tbl.slice(0, 0), fmt), []
-    kind = tbl.column("_kind").to_numpy(zero_copy_only=False)
-    ops_t = tbl.filter(pa.array(kind == KIND_OP))
-    rows_t = tbl.filter(pa.array(kind == KIND_ROW))
-    ops_t = ops_t.take(pa.array(_order(ops_t)))
-    rows_t = rows_t.take(pa.array(_order(rows_t)))
-    ops = [x for x in ops_t.column("_op").to_pylist() if x is not None and x.strip()]
-    files = sorted(set(ops_t.column("_file").to_pylist()) | set(rows_t.column("_file").to_pylist()))
+    ops_t, rows_t = _split_kinds(tbl)
+    ops: list[str] = []
+    files: set[str] = set()
+    if ops_t.num_rows:
+        ops_t = ops_t.take(pa.array(_order(ops_t)))
+        ops = [x for x in ops_t.column("_op").to_pylist() if x is not None and x.strip()]
+        files.update(_names(ops_t.column("_file")))
     if "_line" in rows_t.column_names:  # Kafka: values are JSON objects
+        rows_t = rows_t.take(pa.array(_order(rows_t)))
+        files.update(_names(rows_t.column("_file")))
         lines = ["" if x is None else x for x in rows_t.column("_line").to_pylist()]
-        return ops, parse_jsonl_lines(lines), files
-    return ops, _user_columns(rows_t, fmt), files
+        return ops, parse_jsonl_lines(lines), sorted(files)
+    if rows_t.num_rows:
+        if rows_t.column("_file").null_count:
+            rows_t, names = _order_file_runs(rows_t)
+            files.update(names)
+        else:
+            rows_t = rows_t.take(pa.array(_order(rows_t)))
+            files.update(_names(rows_t.column("_file")))
+    return ops, _user_columns(rows_t, fmt), sorted(files)
 
 
 def _user_columns(tbl: pa.Table, fmt: str = "parquet") -> pa.Table:
