@@ -354,7 +354,10 @@ class _JoinGroup(_Group):
         return self.params.get("time_column")
 
     def part_tag(self):
-        return "rel"
+        p = self.params
+        if p["kind"] == "band":
+            return "rel"
+        return "join:" + "\x1f".join([p["left"], p["left_on"], p["right"], p["right_on"]])
 
     def checks(self, cols, idx):
         rel = cols.get("rel", "key")[0][idx]
@@ -490,8 +493,9 @@ class Partial:
     * ``own``: tag -> bool mask over the rows of the next ``process`` batch. A group whose
       ``part_tag()`` is in ``own`` is fed only the rows whose mask is set; tags are
       ``"key:<column>"`` (substream filters keyed by that column: the shard owns those keys),
-      ``"seq"`` (quantiles: the shard's part of the elements) and ``"rel"`` (join groups, and the
-      join history the engine keeps). Every received row is still validated against every group,
+      ``"seq"`` (quantiles: the shard's part of the elements), ``"join:<left>\\x1f<left_on>\\x1f
+      <right>\\x1f<right_on>"`` (equality join groups: the shard's key partition of both
+      relations) and ``"rel"`` (band join groups, and the join history the engine keeps). Every received row is still validated against every group,
       exactly as without the hook. A group whose tag is absent sees every row it receives.
     * ``clock``: time column -> (seqs, times), seqs ascending, of the *whole* stream: a substream
       lookup after element n takes t_now = the time at the last seq <= n (an engine that sees the

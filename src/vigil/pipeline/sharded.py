@@ -202,9 +202,10 @@ class ShardedProcessor(DriverProcessor):
         # alive: id -> position of its terminate (-1: none yet), while it may see rows;
         # keysig: keyed threshold id -> key items; sub: substream id -> [key column, time column];
         # place: join placements (see join_destinations), never removed (they are history);
+        # jsigs: equality join signatures [left, left_on, right, right_on] (ownership tags);
         # clock: time column -> time of the last element (running max) for substream lookups
         return {"version": STATE_VERSION, "position": 0, "maxseq": 0, "home": {}, "kind": {}, "fam": {},
-                "alive": {}, "keysig": {}, "sub": {}, "place": [], "clock": {}, "blobs": [b""] * self.S}
+                "alive": {}, "keysig": {}, "sub": {}, "place": [], "jsigs": [], "clock": {}, "blobs": [b""] * self.S}
 
     def load(self, k: int | None) -> dict[str, Any]:
         if k is None or k < 0:
@@ -245,6 +246,9 @@ class ShardedProcessor(DriverProcessor):
             home, kind = ALL, SHARED
             self._place(st, [spec.left, "col", spec.left_on])
             self._place(st, [spec.right, "col", spec.right_on])
+            sig = [spec.left, spec.left_on, spec.right, spec.right_on]
+            if sig not in st["jsigs"]:
+                st["jsigs"].append(sig)
         elif isinstance(spec, SubstreamFilterSpec):
             home, kind = ALL, SHARED
             st["sub"][ident] = [spec.key, spec.time_column]
@@ -355,6 +359,19 @@ class ShardedProcessor(DriverProcessor):
                 jm[k] |= rest & (seqs % S == k)
                 masks[k] |= jm[k]
                 own[k]["rel"] = jm[k]
+            for sig in st["jsigs"]:  # an equality join group owns its key partition, nothing more
+                left, lcol, right, rcol = sig
+                is_l, is_r = _is(rows, "rel", left), _is(rows, "rel", right)
+                dl = _shard_of(_text(rows, lcol), S) if is_l.any() else None
+                dr = _shard_of(_text(rows, rcol), S) if is_r.any() else None
+                tag = "join:" + "\x1f".join(sig)
+                for k in range(S):
+                    m = np.zeros(n, bool)
+                    if dl is not None:
+                        m |= is_l & (dl == k)
+                    if dr is not None:
+                        m |= is_r & (dr == k)
+                    own[k][tag] = m
         # substream filters: by key, per key column in use
         for col in sorted({st["sub"][i][0] for i in ids if i in st["sub"]}):
             dest = _shard_of(_text(rows, col), S)
@@ -496,72 +513,95 @@ class ShardedProcessor(DriverProcessor):
         return out
 
     def merge(self, results: list[tuple], driver_events: list[dict], st: dict) -> tuple[pa.Table, dict]:
-        """Shard outputs + driver events -> one batch output. Shard 'late' events are dropped (the
-        driver reports lateness globally); a row rejected by several shards is kept once; for
-        shared queries, rejections are taken from shard 0, lookup answers are merged (substream:
-        union of keys; quantiles: merged summaries) and join pairs found on several shards are
-        kept once."""
+        """Shard outputs + driver events -> one batch output (columnar: a batch may carry millions
+        of join pairs). Shard 'late' events are dropped (the driver reports lateness globally); a
+        row rejected by several shards is kept once; for shared queries, rejections are taken
+        from shard 0, lookup answers are merged (substream: union of keys; quantiles: merged
+        summaries) and join pairs / affected events found on several shards are kept once."""
         from vigil.quantiles import answer_from_summary, merge_summaries
 
         alive: dict[str, int] = {}
-        kept: list[dict] = []
-        seen_rows: set[int] = set()
-        seen_pairs: set[tuple] = set()
-        keys: dict[tuple, set] = {}
+        tabs: list[pa.Table] = []
         summ: dict[tuple, tuple[float, list]] = {}
-        rows_rej = ops_rej = 0
         for shard, out_b, blob, al, _dt, sums in results:
             st["blobs"][shard] = blob
             for k, v in al.items():
                 alive[k] = max(alive.get(k, 0), v) if k.startswith("shared:") else alive.get(k, 0) + v
+            t = _unipc(out_b)
+            if t.num_rows:
+                tabs.append(t.append_column("_shard", pa.array(np.full(t.num_rows, shard, np.int64))))
             nth: dict[tuple, int] = {}
-            for r in _unipc(out_b).to_pylist():
-                ev, ident = r["event"], r["id"]
-                shared = ident is not None and st["home"].get(ident) == ALL
-                if ev == "late":
-                    continue
-                if ev == "rejected":
-                    if ident is None:  # shards only see operations with an id: this is a row
-                        if r["at"] in seen_rows:
-                            continue
-                        seen_rows.add(r["at"])
-                        rows_rej += 1
-                    elif shared and shard != 0:
-                        continue
-                    else:
-                        ops_rej += 1
-                elif ev == "answer" and shared:
-                    k = (r["at"], ident)
-                    nth[k] = nth.get(k, -1) + 1
-                    keys.setdefault((*k, nth[k]), set()).update(r["keys"] or [])
-                    continue
-                elif ev in ("join", "affected"):
-                    pair = (ev, ident, r["at"], r["r"], r["s"])
-                    if pair in seen_pairs:
-                        continue
-                    seen_pairs.add(pair)
-                elif ev == "matured":
-                    st["alive"].pop(ident, None)
-                kept.append(r)
-            nth = {}
             for at, ident, phi, summary in sums:
                 k = (at, ident)
                 nth[k] = nth.get(k, -1) + 1
                 summ.setdefault((*k, nth[k]), (phi, []))[1].append(summary)
-        for (at, ident, _), ks in keys.items():
-            kept.append(_ev("answer", ident, at, keys=sorted(ks)))
-        for (at, ident, _), (phi, parts) in summ.items():
-            v = answer_from_summary(merge_summaries(parts), phi)
-            kept.append(_ev("answer", ident, at, value=None if math.isnan(v) else v))
         self.alive = {}
         for k, v in alive.items():
             fam = k.removeprefix("shared:")
             self.alive[fam] = self.alive.get(fam, 0) + v
-        kept.extend(driver_events)
-        kept.sort(key=_order_key)
+        extra: list[dict] = list(driver_events)
+        rows_rej = ops_rej = 0
+        if tabs:
+            t = pa.concat_tables(tabs)
+            n = t.num_rows
+            ev = np.asarray(t.column("event").to_numpy(zero_copy_only=False), object)
+            has_id = np.asarray(t.column("id").is_valid().to_numpy(zero_copy_only=False), bool)
+            shared_ids = [i for i, h in st["home"].items() if h == ALL]
+            shared = (np.asarray(pc.fill_null(pc.is_in(t.column("id"), value_set=pa.array(shared_ids, pa.string())),
+                                              False).to_numpy(zero_copy_only=False), bool)
+                      if shared_ids else np.zeros(n, bool))
+            shard = np.asarray(t.column("_shard").to_numpy(), np.int64)
+            at = np.asarray(pc.fill_null(t.column("at"), -1).to_numpy(zero_copy_only=False), np.int64)
+            keep = ev != "late"
+            rej = ev == "rejected"
+            row_rej = rej & ~has_id  # shards only see operations with an id: these are rows
+            if row_rej.any():
+                idx = np.flatnonzero(row_rej)
+                _, first = np.unique(at[idx], return_index=True)
+                keep[idx] = False
+                keep[idx[first]] = True
+            keep &= ~(rej & has_id & shared & (shard != 0))
+            answers = (ev == "answer") & shared
+            if answers.any():  # substream filters: union of the shards' keys, per lookup
+                keys: dict[tuple, set] = {}
+                nth = {}
+                sub = t.filter(pa.array(answers)).select(["id", "at", "keys", "_shard"]).to_pylist()
+                for r in sub:
+                    k = (r["_shard"], r["at"], r["id"])
+                    nth[k] = nth.get(k, -1) + 1
+                    keys.setdefault((r["at"], r["id"], nth[k]), set()).update(r["keys"] or [])
+                extra.extend(_ev("answer", i, a, keys=sorted(ks)) for (a, i, _), ks in keys.items())
+                keep &= ~answers
+            pairs = np.flatnonzero(keep & ((ev == "join") | (ev == "affected")))
+            if len(pairs):
+                sub = t.take(pa.array(pairs))
+                code = np.asarray(pc.dictionary_encode(sub.column("id")).combine_chunks().indices.to_numpy(
+                    zero_copy_only=False), np.int64)
+                key = np.stack([(ev[pairs] == "join").astype(np.int64), code, at[pairs],
+                                np.asarray(pc.fill_null(sub.column("r"), 0).to_numpy(zero_copy_only=False), np.int64),
+                                np.asarray(pc.fill_null(sub.column("s"), 0).to_numpy(zero_copy_only=False), np.int64)],
+                               axis=1)
+                _, first = np.unique(key, axis=0, return_index=True)
+                keep[pairs] = False
+                keep[pairs[first]] = True
+            matured = keep & (ev == "matured")
+            for ident in t.column("id").filter(pa.array(matured)).to_pylist():
+                st["alive"].pop(ident, None)
+            rows_rej = int((keep & row_rej).sum())
+            ops_rej = int((keep & rej & has_id).sum())
+            kept = t.filter(pa.array(keep)).drop_columns(["_shard"])
+        else:
+            kept = OUTPUT_SCHEMA.empty_table()
+        for (a, ident, _), (phi, parts) in summ.items():
+            v = answer_from_summary(merge_summaries(parts), phi)
+            extra.append(_ev("answer", ident, a, value=None if math.isnan(v) else v))
+        out = pa.concat_tables([kept.cast(OUTPUT_SCHEMA), pa.Table.from_pylist(extra, schema=OUTPUT_SCHEMA)])
+        order = pc.sort_indices(out, sort_keys=[(c, "ascending", "at_start")
+                                                for c in ("at", "event", "id", "r", "s", "reason")])
+        out = out.take(order)
         c = {"rows_rejected": rows_rej, "ops_rejected": ops_rej,
-             "outputs": sum(1 for r in kept if r["event"] != "rejected")}
-        return pa.Table.from_pylist(kept, schema=OUTPUT_SCHEMA), c
+             "outputs": out.num_rows - int(pc.sum(pc.equal(out.column("event"), "rejected")).as_py() or 0)}
+        return out, c
 
     def finish(self) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -583,7 +623,3 @@ def _ev(event: str, ident: str | None, at: int | None, **kw) -> dict:
     return {"event": event, "id": ident, "at": at, "value": kw.get("value"), "keys": kw.get("keys"),
             "r": None, "s": None, "reason": kw.get("reason")}
 
-
-def _order_key(r: dict) -> tuple:
-    return (r["at"] if r["at"] is not None else -1, r["event"], r["id"] or "", r["r"] or 0, r["s"] or 0,
-            r["reason"] or "")
