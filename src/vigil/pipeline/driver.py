@@ -18,6 +18,14 @@ run batch K again with the same files (its offset log fixed them before the batc
   batch is skipped and the engine continues from snapshot K.
 
 So a job killed at any moment and restarted writes exactly the events of an uninterrupted run.
+
+The snapshot leaves out the per-query bookkeeping that only grows (each registered query's id and
+spec, kept by the engine for ever): :class:`QueryLog` appends the new ones to
+``checkpoint/vigil/queries.jsonl`` (fsync) *before* snapshot K is written, and snapshot K records
+how many queries and log bytes belong to it. Restoring K truncates the log to that length (a
+crashed attempt of K+1 may have appended more) and gives the engine its ids and specs back. So a
+batch that registers nothing writes nothing per query (at 100,000 queries that is 14 MB and
+~0.45 s a batch less), and the guarantee above is unchanged.
 With ``--trigger available-now`` the run ends with ``Engine.finish()`` (operations whose ``at``
 lies beyond the last element), written as batch ``last+1`` and marked ``final`` in its metrics:
 if more input arrives later, the next real batch has that id and replaces it.
@@ -26,7 +34,9 @@ if more input arrives later, the next real batch has that id and replaces it.
 from __future__ import annotations
 
 import json
+import os
 import re
+import struct
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,6 +48,8 @@ from . import sinks, sources
 from .sinks import atomic_write_bytes
 
 SNAP_RE = re.compile(r"^snapshot-(\d+)\.bin$")
+SNAP_MAGIC = b"VIGILDRV\x01"  # driver snapshot: magic, int64 queries, int64 log bytes, engine snapshot
+_HEADER = struct.Struct("<qq")
 
 
 @dataclass
@@ -121,6 +133,46 @@ class SnapshotStore:
             atomic_write_bytes(p, json.dumps(fp).encode())
 
 
+class QueryLog:
+    """``checkpoint/vigil/queries.jsonl``: the id and spec of every query the engine registered,
+    append-only; each line is ``[[ids...], [specs...]]`` of one batch (one JSON encoding call)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = Path(directory) / "queries.jsonl"
+
+    def size(self) -> int:
+        return self.path.stat().st_size if self.path.exists() else 0
+
+    def append(self, ids: list, specs: list) -> int:
+        """Append one record (fsync'd); returns the log's size in bytes."""
+        with open(self.path, "ab") as f:
+            f.write(json.dumps([ids, specs]).encode() + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+            return f.tell()
+
+    def read(self, nbytes: int, n: int) -> tuple[list, list]:
+        """The first ``n`` (id, spec) pairs, from the first ``nbytes`` of the log, which is cut
+        to that length (anything after it was written by an attempt that did not complete)."""
+        if self.size() < nbytes:
+            raise CheckpointError(f"{self.path} is shorter than its snapshot says ({self.size()} < {nbytes} bytes)")
+        ids: list = []
+        specs: list = []
+        if nbytes:
+            with open(self.path, "r+b") as f:
+                data = f.read(nbytes)
+                f.truncate(nbytes)
+            for line in data.splitlines():
+                a, b = json.loads(line)
+                ids.extend(a)
+                specs.extend(b)
+        else:
+            self.path.unlink(missing_ok=True)
+        if len(ids) != n:
+            raise CheckpointError(f"{self.path} holds {len(ids)} queries where its snapshot says {n}")
+        return ids, specs
+
+
 def counts_of(eng) -> dict[str, int]:
     c = {k: int(v) for k, v in eng.counts.items()}
     c["outputs"] = int(sum(v for k, v in eng.out_counts.items() if k != "rejected"))
@@ -167,6 +219,8 @@ class DriverProcessor:
         self.engine = None
         self.batch = None  # id of the last batch the in-memory engine has absorbed
         self.metrics: list[dict[str, Any]] = []
+        self.qlog = QueryLog(self.store.dir)
+        self.logged = (0, 0)  # (queries, bytes) of the query log that belong to self.engine's lineage
 
     # ---------------------------------------------------------------- engine lifecycle
     def new_engine(self):
@@ -183,11 +237,37 @@ class DriverProcessor:
         from vigil.engine import Engine
 
         if k is None or k < 0:
+            self.qlog.read(0, 0)
+            self.logged = (0, 0)
             return self.new_engine()
         data = self.store.load(k)
         if data is None:
             raise CheckpointError(f"no engine snapshot for batch {k} in {self.store.dir}: the checkpoint is incomplete")
-        return Engine.restore(data)
+        if not data.startswith(SNAP_MAGIC):  # a whole-engine snapshot (older checkpoints)
+            self.qlog.read(0, 0)
+            self.logged = (0, 0)
+            return Engine.restore(data)
+        n, nbytes = _HEADER.unpack_from(data, len(SNAP_MAGIC))
+        eng = Engine.restore(data[len(SNAP_MAGIC) + _HEADER.size:])
+        eng.ids, eng.specs = self.qlog.read(nbytes, n)
+        eng.by_id = {ident: q for q, ident in enumerate(eng.ids)}
+        self.logged = (n, nbytes)
+        return eng
+
+    def snapshot(self, eng) -> bytes:
+        """Snapshot of ``eng`` without its ids and specs, which go to the query log (only the
+        queries registered since the last snapshot), see the module doc."""
+        ids, specs = eng.ids, eng.specs
+        n0, nbytes = self.logged
+        if len(ids) > n0:
+            nbytes = self.qlog.append(ids[n0:], specs[n0:])
+        eng.ids, eng.specs = [], []
+        try:
+            body = eng.snapshot()
+        finally:
+            eng.ids, eng.specs = ids, specs
+        self.logged = (len(ids), nbytes)
+        return SNAP_MAGIC + _HEADER.pack(len(ids), nbytes) + body
 
     def engine_before(self, batch_id: int):
         if self.engine is not None and self.batch == batch_id - 1:
@@ -227,7 +307,7 @@ class DriverProcessor:
         t_engine = time.perf_counter() - t1
         n_ev, n_rej = sinks.write_batch(self.cfg.out, batch_id, out)
         t2 = time.perf_counter()
-        snap = eng.snapshot()
+        snap = self.snapshot(eng)
         self.store.save(batch_id, snap)
         t_snap = time.perf_counter() - t2
         self.batch = batch_id

@@ -1,0 +1,189 @@
+"""The cheap paths of driver mode: ordering a collected batch whose Parquet rows carry their path
+on each file's first row only (and the checked fallback when they do not arrive as whole-file
+runs), and snapshots that leave the per-query bookkeeping to the append-only query log."""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pipeline_helpers import canon, replay, run_outputs
+
+from vigil.engine import Engine
+from vigil.pipeline import sources
+from vigil.pipeline.driver import SNAP_MAGIC, CheckpointError, DriverProcessor, RunConfig, run
+from vigil.pipeline.sources import NeedsFileNames, split_batch
+from vigil.workloads.trades import trade_queries, trades, write_files
+
+
+def collected(files: list[tuple[str, int]], run_order: list[int], ops: list[tuple[str, list[str]]],
+              ops_at: int) -> pa.Table:
+    """A table shaped like driver mode's toArrow() of a Parquet batch: file runs in ``run_order``
+    (value = file index * 1000 + position), the operation block inserted before run ``ops_at``."""
+    parts = []
+    for i in run_order:
+        name, n = files[i]
+        parts.append(pa.table({
+            "v": pa.array(np.arange(n, dtype=np.int64) + 1000 * i),
+            "_row": pa.array(np.arange(n, dtype=np.int64)),
+            "_file": pa.array([name] + [None] * (n - 1), pa.string()),
+            "_op": pa.nulls(n, pa.string()),
+        }))
+    op_rows = [(f, k, line) for f, lines in ops for k, line in enumerate(lines)]
+    op_tbl = pa.table({
+        "v": pa.nulls(len(op_rows), pa.int64()),
+        "_row": pa.array([k for _, k, _ in op_rows], pa.int64()),
+        "_file": pa.array([f for f, _, _ in op_rows], pa.string()),
+        "_op": pa.array([line for _, _, line in op_rows], pa.string()),
+    })
+    parts.insert(min(ops_at, len(parts)), op_tbl)
+    return pa.concat_tables(parts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=6), st.randoms(use_true_random=False),
+       st.integers(0, 6), st.integers(0, 3))
+def test_whole_file_runs_are_ordered_by_path_then_position(sizes, rnd, ops_at, n_op_files):
+    files = [(f"file:/s/part-{i:03d}.parquet", n) for i, n in enumerate(sizes)]
+    run_order = list(range(len(files)))
+    rnd.shuffle(run_order)
+    ops = [(f"file:/q/ops-{j}.jsonl", [f'{{"op":"lookup","at":{j},"id":"q{j}-{k}"}}' for k in range(3)])
+           for j in range(n_op_files)]
+    tbl = collected(files, run_order, list(reversed(ops)), ops_at)
+    got_ops, rows, names = split_batch(tbl)
+    want = np.concatenate([np.arange(n) + 1000 * i for i, (_, n) in enumerate(files)])
+    assert rows.column_names == ["v"]
+    assert rows.column("v").to_numpy().tolist() == want.tolist()
+    assert got_ops == [line for _, lines in ops for line in lines]
+    assert names == sorted([f for f, _ in files] + [f for f, _ in ops])
+
+
+@pytest.mark.parametrize("case", ["split_out_of_order", "not_from_zero", "path_missing", "path_twice", "extra_path"])
+def test_batches_that_are_not_whole_file_runs_ask_for_full_paths(case):
+    a = {"v": list(range(6)), "_row": [0, 1, 2, 3, 4, 5], "_file": ["A", None, None, None, None, None]}
+    if case == "split_out_of_order":  # file A read by two tasks, the second half first
+        a = {"v": [3, 4, 5, 0, 1, 2], "_row": [3, 4, 5, 0, 1, 2], "_file": [None, None, None, "A", None, None]}
+    elif case == "not_from_zero":
+        a["_row"] = [0, 1, 2, 4, 5, 6]
+    elif case == "path_missing":
+        a["_row"] = [0, 1, 2, 0, 1, 2]
+    elif case == "path_twice":
+        a["_row"], a["_file"] = [0, 1, 2, 0, 1, 2], ["A", None, None, "A", None, None]
+    else:
+        a["_file"] = ["A", "A", None, None, None, None]
+    tbl = pa.table({"v": pa.array(a["v"], pa.int64()), "_row": pa.array(a["_row"], pa.int64()),
+                    "_file": pa.array(a["_file"], pa.string()), "_op": pa.nulls(6, pa.string())})
+    with pytest.raises(NeedsFileNames):
+        split_batch(tbl)
+
+
+def test_full_paths_order_split_files_by_position():
+    # the fallback's shape: the path on every row, _row = position in the file (file A split in two)
+    tbl = pa.table({"v": pa.array([13, 14, 20, 21, 10, 11, 12], pa.int64()),
+                    "_row": pa.array([3, 4, 0, 1, 0, 1, 2], pa.int64()),
+                    "_file": pa.array(["A", "A", "B", "B", "A", "A", "A"], pa.string()),
+                    "_op": pa.nulls(7, pa.string())})
+    _, rows, names = split_batch(tbl)
+    assert rows.column("v").to_pylist() == [10, 11, 12, 13, 14, 20, 21] and names == ["A", "B"]
+
+
+# ----------------------------------------------------------------------------- query log
+
+
+def _cfg(tmp_path):
+    return RunConfig(stream=str(tmp_path / "s"), queries=str(tmp_path / "q"), out=str(tmp_path / "out"),
+                     checkpoint=str(tmp_path / "ck"), quiet=True)
+
+
+def test_snapshots_keep_queries_in_the_log_and_a_crashed_attempt_is_cut_off(tmp_path):
+    n = 3000
+    t = trades(n, n_symbols=6, with_rel=False, seed=2)
+    ops = [json.dumps(o) for o in trade_queries(n, 80, n_symbols=6, seed=4, joins=False)]
+    cols = set(t.column_names)
+    batches = [(ops[:30], t.slice(0, 1000)), (ops[30:60], t.slice(1000, 1000)), (ops[60:], t.slice(2000))]
+    proc = DriverProcessor(_cfg(tmp_path), cols)
+    eng = proc.engine_before(0)
+    outs = []
+    for k in range(2):
+        eng.add_operations(batches[k][0])
+        outs.append(eng.process(batches[k][1]))
+        snap = proc.snapshot(eng)
+        assert snap.startswith(SNAP_MAGIC)
+        proc.store.save(k, snap)
+    n_after_1 = len(eng.ids)
+    size_after_1 = proc.qlog.size()
+    # an attempt of batch 2 registers more and appends them to the log, then the process dies
+    eng.add_operations(batches[2][0])
+    eng.process(batches[2][1])
+    proc.snapshot(eng)  # log appended; the snapshot itself never reaches the store
+    assert proc.qlog.size() > size_after_1
+    # restart: a new processor restores snapshot 1, the log is cut back, batch 2 runs again
+    proc2 = DriverProcessor(_cfg(tmp_path), cols)
+    eng2 = proc2.engine_before(2)
+    assert proc2.qlog.size() == size_after_1 and len(eng2.ids) == n_after_1
+    assert eng2.by_id == {i: q for q, i in enumerate(eng2.ids)}
+    eng2.add_operations(batches[2][0])
+    outs.append(eng2.process(batches[2][1]))
+    proc2.store.save(2, proc2.snapshot(eng2))
+    outs.append(proc2.restore(2).finish())
+    ref = replay([(o, r) for o, r in batches], columns=cols)
+    assert canon(pa.concat_tables(outs).to_pylist()) == canon(ref.to_pylist())
+    # a log shorter than a snapshot says is refused, not silently misread
+    proc2.qlog.path.write_bytes(b"")
+    with pytest.raises(CheckpointError):
+        DriverProcessor(_cfg(tmp_path), cols).restore(2)
+
+
+def test_whole_engine_snapshots_of_older_checkpoints_still_restore(tmp_path):
+    t = trades(500, n_symbols=4, with_rel=False, seed=1)
+    ops = [json.dumps(o) for o in trade_queries(500, 20, n_symbols=4, seed=2, joins=False)]
+    eng = Engine(columns=set(t.column_names))
+    eng.add_operations(ops)
+    eng.process(t)
+    proc = DriverProcessor(_cfg(tmp_path), set(t.column_names))
+    proc.store.save(0, eng.snapshot())
+    back = proc.restore(0)
+    assert back.ids == eng.ids and back.specs == eng.specs
+    proc.store.save(1, proc.snapshot(back))  # the next snapshot logs every query
+    assert proc.restore(1).ids == eng.ids
+
+
+# ----------------------------------------------------------------------------- through Spark
+
+
+@pytest.mark.slow
+def test_files_read_by_several_tasks_and_the_full_path_fallback_stay_exact(spark, tmp_path, monkeypatch):
+    n = 4000
+    t = trades(n, n_symbols=6, with_rel=False, seed=8)
+    ops = trade_queries(n, 40, n_symbols=6, families=("threshold",), seed=6)
+    write_files(t, [], tmp_path / "s", tmp_path / "q", n_files=2, op_files=1)
+    for p in sorted((tmp_path / "s").glob("*.parquet")):  # many row groups: splittable
+        pq.write_table(pq.read_table(p), p, row_group_size=200)
+    (tmp_path / "q" / "ops.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops[:8]))  # one small file
+    ref = canon(replay([(ops[:8], t)], columns=set(t.column_names)).to_pylist())
+    # (1) each file split over several tasks (chunks of 400 rows): whole-file runs or the fallback
+    old = {k: spark.conf.get(k) for k in ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")}
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "8192")
+    spark.conf.set("spark.sql.files.openCostInBytes", "0")
+    try:
+        run(_cfg(tmp_path), spark)
+    finally:
+        for k, v in old.items():
+            spark.conf.set(k, v)
+    assert canon(run_outputs(tmp_path / "out")) == ref
+    # (2) the fallback itself: the batch is collected again with the path on every row
+    calls = []
+
+    def refuse(tbl):
+        calls.append(tbl.num_rows)
+        raise NeedsFileNames("forced by the test")
+
+    monkeypatch.setattr(sources, "_order_file_runs", refuse)
+    c = RunConfig(stream=str(tmp_path / "s"), queries=str(tmp_path / "q"), out=str(tmp_path / "out2"),
+                  checkpoint=str(tmp_path / "ck2"), quiet=True)
+    run(c, spark)
+    assert calls == [n]
+    assert canon(run_outputs(tmp_path / "out2")) == ref
