@@ -10,6 +10,8 @@ import json
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pipeline_helpers import canon, replay, run_outputs
 
 from vigil.pipeline import sinks
@@ -254,6 +256,12 @@ def test_quantiles(tmp_path, shards):
     ops += [{"op": "register", "at": 100, "query": {"id": "qs", "type": "quantile", "column": "shares",
                                                     "phi": 0.25, "epsilon": 0.01, "rows": 37}},
             *({"op": "lookup", "at": a, "id": "qs"} for a in (100, 101, 102, 137, 999, 2999, N + 10))]
+    # a join refused by the engines (no 'rel' column): its id is free for a later quantile query
+    ops += [{"op": "register", "at": 5, "query": {"id": "x", "type": "band_join", "left": "R", "right": "S",
+                                                 "left_on": "price", "right_on": "price", "band": [0, 1]}},
+            {"op": "register", "at": 900, "query": {"id": "x", "type": "quantile", "column": "shares", "phi": 0.5,
+                                                   "epsilon": 0.01, "rows": 200}},
+            *({"op": "lookup", "at": a, "id": "x"} for a in (1000, 2000, 2999))]
     ops.sort(key=lambda o: o["at"])
     got = check_equal(tmp_path, _batches(t, ops), shards)
     ans = [r for r in got if r["event"] == "answer"]
@@ -298,3 +306,66 @@ def test_sharded_every_family_on_spark(spark, tmp_path, shards):
     m = sinks.read_metrics(tmp_path / "out")
     assert all(x["rows_in"] == x["rows_applied"] + x["rows_rejected"] for x in m)
     assert sum(x["rows_in"] for x in m) == n and sum(x["ops_in"] for x in m) == len(ops1) + len(ops2)
+
+
+# ----------------------------------------------------------------------------- all families, restarts
+
+
+def test_every_family_with_restart_and_failed_attempt(tmp_path, monkeypatch):
+    """4 shards, every family, late operations; batch 1 fails once mid-way (the retry must start
+    from snapshot 0, not from the half-updated routing table); then a new processor (a restarted
+    driver) replays batch 2 (skipped: its snapshot exists) and goes on."""
+    n = 1600
+    t = trades(n, n_symbols=12, seed=31)
+    ops = trade_queries(n, 40, n_symbols=12, seed=32, lookups=6, families=("threshold", "window", "quantile"))
+    joins = [o for o in _join_ops(n, seed=34) if o["op"] == "register" and o["query"]["id"] in ("j-0", "j-2", "j-3")]
+    ops += _substream_ops(n, seed=33)[:60] + joins
+    batches = _batches(t, sorted(ops, key=lambda o: o["at"]))
+    batches[2][0].append({"op": "lookup", "at": 10, "id": "sf-1"})  # late
+    cfg = RunConfig(stream="", queries="", out=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"), mode="sharded",
+                    shards=4, quiet=True)
+    cols = set(t.column_names)
+    p = ShardedProcessor(cfg, cols, None)
+    p.run_batch(0, *batches[0])
+    real = p._run_shards
+    monkeypatch.setattr(p, "_run_shards", lambda items: (_ for _ in ()).throw(RuntimeError("executor lost")))
+    with pytest.raises(RuntimeError):
+        p.run_batch(1, *batches[1])
+    monkeypatch.setattr(p, "_run_shards", real)
+    p.run_batch(1, *batches[1])
+    p.run_batch(2, *batches[2])
+    q = ShardedProcessor(cfg, cols, None)  # restarted driver
+    q.run_batch(2, *batches[2])  # Spark re-runs the uncommitted batch: skipped
+    q.run_batch(3, *batches[3])
+    q.finish()
+    got = run_outputs(tmp_path / "out")
+    ref = replay(batches, columns=cols).to_pylist()
+    assert canon(got) == canon(ref)
+    kinds = {r["event"] for r in got}
+    assert {"matured", "answer", "join", "late", "rejected"} <= kinds
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.floats(-1e3, 1e3), st.just(float("nan"))), min_size=0, max_size=60), st.integers(1, 5),
+       st.sampled_from([0.01, 0.25, 0.5, 0.9, 1.0]), st.one_of(st.none(), st.integers(1, 30)), st.integers(0, 10))
+def test_quantile_summaries_merge_exactly(values, k, phi, rows, start):
+    """Oracles fed the elements partitioned by seq mod k: merged summaries answer as one oracle."""
+    from vigil.quantiles import answer_from_summary, merge_summaries
+    from vigil.quantiles.oracle import QuantileOracle
+
+    seqs = np.arange(1, len(values) + 1, dtype=np.int64)
+    vals = np.array(values, np.float64)
+    whole = QuantileOracle(0.01, rows)
+    whole.register(0, phi, 0.01, start)
+    whole.push(vals, seqs)
+    parts = []
+    for j in range(k):
+        op = QuantileOracle(0.01, rows)
+        op.register(0, phi, 0.01, start)
+        m = seqs % k == j
+        op.push(vals[m], seqs[m])
+        parts.append(op)
+    for n in range(0, len(values) + 2, 7):
+        want = whole.lookup(np.array([0]), n)[0]
+        got = answer_from_summary(merge_summaries([op.summary(0, n) for op in parts]), phi)
+        assert (np.isnan(want) and np.isnan(got)) or want == got

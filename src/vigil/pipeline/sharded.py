@@ -73,6 +73,7 @@ from . import sinks
 from .driver import CheckpointError, DriverProcessor, RunConfig
 
 ALL = -1  # home of a query held by every shard
+_REFUSED = ("unsupported by ", "join queries need ")  # engine reasons that refuse a valid register
 KEYED, SPREAD, BAND, SHARED = "keyed", "spread", "band", "shared"
 STATE_VERSION = 2
 
@@ -587,6 +588,12 @@ class ShardedProcessor(DriverProcessor):
             matured = keep & (ev == "matured")
             for ident in t.column("id").filter(pa.array(matured)).to_pylist():
                 st["alive"].pop(ident, None)
+            op_rej = keep & rej & has_id
+            if op_rej.any():  # a register the engines refused (after a valid spec): the id is free again
+                for r in t.filter(pa.array(op_rej)).select(["id", "reason"]).to_pylist():
+                    if (r["reason"] or "").startswith(_REFUSED):
+                        for k in ("home", "kind", "fam", "alive", "keysig", "sub"):
+                            st[k].pop(r["id"], None)
             rows_rej = int((keep & row_rej).sum())
             ops_rej = int((keep & rej & has_id).sum())
             kept = t.filter(pa.array(keep)).drop_columns(["_shard"])
