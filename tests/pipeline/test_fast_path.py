@@ -187,3 +187,18 @@ def test_files_read_by_several_tasks_and_the_full_path_fallback_stay_exact(spark
     run(c, spark)
     assert calls == [n]
     assert canon(run_outputs(tmp_path / "out2")) == ref
+
+
+@pytest.mark.slow
+def test_throughput_preset_runs_both_sides_to_the_same_outputs(spark, tmp_path):
+    from vigil.bench.pipeline import run_preset
+
+    doc = run_preset("throughput", scale=0.01, out=tmp_path / "thr.json", workdir=tmp_path / "work",
+                     workloads=("threshold",), batches=(100_000,))
+    (r,) = doc["results"]
+    ex = r["extra"]
+    assert ex["point"] == {"workload": "threshold", "batch": 1000} and r["operations"] == 3000
+    assert ex["outputs_equal"] and ex["outputs"] > 0
+    assert ex["overhead_ratio"] == pytest.approx(ex["spark_seconds"] / ex["engine_seconds"])
+    assert 0 < ex["collect_seconds"] <= ex["batch_seconds"] <= ex["spark_seconds"]
+    assert (tmp_path / "thr.png").exists()
