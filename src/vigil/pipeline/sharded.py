@@ -128,11 +128,13 @@ def _is(rows: pa.Table, col: str, value: str) -> np.ndarray:
     return np.asarray(pc.fill_null(pc.equal(c, pa.scalar(value)), False).to_numpy(zero_copy_only=False), bool)
 
 
-def join_destinations(rows: pa.Table, places: list[list], shards: int) -> tuple[list[np.ndarray], np.ndarray]:
+def join_destinations(rows: pa.Table, places: list[list], shards: int,
+                      dest_of=None) -> tuple[list[np.ndarray], np.ndarray]:
     """Per shard, the rows the join placements send there; and the rows some placement covers.
     A placement is ``[rel, "col", column]`` (rows of rel -> hash(column value)) or
-    ``[rel, "shard", k]`` (every row of rel -> shard k)."""
+    ``[rel, "shard", k]`` (every row of rel -> shard k). ``dest_of(column)``: hash shard per row."""
     n = rows.num_rows
+    dest_of = dest_of or (lambda c: _shard_of(_text(rows, c), shards))
     masks = [np.zeros(n, bool) for _ in range(shards)]
     covered = np.zeros(n, bool)
     for rel in sorted({p[0] for p in places}):
@@ -144,7 +146,7 @@ def join_destinations(rows: pa.Table, places: list[list], shards: int) -> tuple[
             if how == "shard":
                 masks[int(what)] |= mine
             else:
-                dest = _shard_of(_text(rows, what), shards)
+                dest = dest_of(what)
                 for k in range(shards):
                     masks[k] |= mine & (dest == k)
     return masks, covered
@@ -337,6 +339,13 @@ class ShardedProcessor(DriverProcessor):
         masks = [np.zeros(n, bool) for _ in range(S)]
         seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
         own: list[dict[str, np.ndarray]] = [{} for _ in range(S)]
+        memo: dict[str, np.ndarray] = {}
+
+        def dest_of(col: str) -> np.ndarray:  # shard of hash(text of column) per row, once per column
+            if col not in memo:
+                memo[col] = _shard_of(_text(rows, col), S)
+            return memo[col]
+
         for i in ids:
             if st["kind"].get(i) == SPREAD:
                 masks[st["home"][i]][:] = True
@@ -354,7 +363,7 @@ class ShardedProcessor(DriverProcessor):
                 masks[k] |= dest == k
         # joins: placements; relation rows no placement covers go to seq mod S (history, once)
         if "rel" in rows.column_names:
-            jm, covered = join_destinations(rows, st["place"], S)
+            jm, covered = join_destinations(rows, st["place"], S, dest_of)
             rest = np.asarray(rows.column("rel").is_valid().to_numpy(zero_copy_only=False), bool) & ~covered
             for k in range(S):
                 jm[k] |= rest & (seqs % S == k)
@@ -363,8 +372,8 @@ class ShardedProcessor(DriverProcessor):
             for sig in st["jsigs"]:  # an equality join group owns its key partition, nothing more
                 left, lcol, right, rcol = sig
                 is_l, is_r = _is(rows, "rel", left), _is(rows, "rel", right)
-                dl = _shard_of(_text(rows, lcol), S) if is_l.any() else None
-                dr = _shard_of(_text(rows, rcol), S) if is_r.any() else None
+                dl = dest_of(lcol) if is_l.any() else None
+                dr = dest_of(rcol) if is_r.any() else None
                 tag = "join:" + "\x1f".join(sig)
                 for k in range(S):
                     m = np.zeros(n, bool)
@@ -375,7 +384,7 @@ class ShardedProcessor(DriverProcessor):
                     own[k][tag] = m
         # substream filters: by key, per key column in use
         for col in sorted({st["sub"][i][0] for i in ids if i in st["sub"]}):
-            dest = _shard_of(_text(rows, col), S)
+            dest = dest_of(col)
             for k in range(S):
                 own[k]["key:" + col] = dest == k
                 masks[k] |= dest == k
