@@ -20,9 +20,10 @@ Routing (``home`` = the shard that holds a query; "shared" = the query is on eve
   holding any of them receive every row;
 * equality joins (select_join, window_join): shared; for every (relation, join column) in use,
   a row of that relation goes to shard hash(value of the join column), so each shard holds only
-  its key partition of the join history and every result pair is found on the shard of its key
-  (other shards may find it too, when a row is routed for several join columns: the driver
-  keeps each pair once);
+  its key partition of the join history; each join group is fed only its own key partition
+  (``Partial.own["join:<left,left_on,right,right_on>"]``), so every result pair is found on the
+  shard of its key (a pair that several shards report, e.g. a relation joined with itself on two
+  columns, is kept once by the driver);
 * band joins (no equality): home = hash(id); the rows of their two relations go to the home;
 * rows of a relation no join uses yet: shard seq mod N (kept as history, once);
 * a new (relation, column) or (relation, band home) placement re-shuffles the relation's earlier
