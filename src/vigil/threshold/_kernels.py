@@ -313,6 +313,18 @@ def _region(n):
     return t
 
 
+@nb.njit(cache=True, inline="always")
+def _group_min(tt, c0, c1):
+    """(key, payload) of the minimal slot in ``tt[c0:c1]`` (the first one on ties)."""
+    mk = tt[c0, 0]
+    mv = tt[c0, 1]
+    for c in range(c0 + 1, c1):
+        if tt[c, 0] < mk:
+            mk = tt[c, 0]
+            mv = tt[c, 1]
+    return mk, mv
+
+
 @nb.njit(cache=True)
 def heap_layout(NR, moff, mm, gorder, tL, tH, tbase):
     """Last dimension: count the canonical nodes of every membership (tree by tree), give every
@@ -396,13 +408,7 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
             m = (n + _TM) >> _TB
             for p in range(m):
                 c0 = off + (p << _TB)
-                c1 = min(c0 + _TF, off + n)
-                mk = tt[c0, 0]
-                mv = tt[c0, 1]
-                for c in range(c0 + 1, c1):
-                    if tt[c, 0] < mk:
-                        mk = tt[c, 0]
-                        mv = tt[c, 1]
+                mk, mv = _group_min(tt, c0, min(c0 + _TF, off + n))
                 tt[nxt + p, 0] = mk
                 tt[nxt + p, 1] = mv
             off = nxt
@@ -447,12 +453,7 @@ def _set_key(NR, tt, r, slot, newkey):
             mk = ka if ka <= kb else kb
             mv = tt[m, 1]
         else:
-            mk = tt[c0, 0]
-            mv = tt[c0, 1]
-            for c in range(c0 + 1, c1):
-                if tt[c, 0] < mk:
-                    mk = tt[c, 0]
-                    mv = tt[c, 1]
+            mk, mv = _group_min(tt, c0, c1)
         off += n
         n = (n + _TM) >> _TB
         pp = off + p
@@ -473,6 +474,18 @@ def _remove_query(NR, tt, qn, qr, q):
 # --------------------------------------------------------------------------------------------
 # distributed tracking: a counter reached the top of its heap (§4 steps 1-3, §7 weighted rounds)
 # --------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True, inline="always")
+def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
+    """Query q matured at element i: report it and remove its entries eagerly (§4)."""
+    out_q[nout] = q
+    out_o[nout] = i
+    st[ST_MATURED] += 1
+    qalive[q] = 0
+    qr[q, 1] = -1
+    _remove_query(NR, tt, qn, qr, q)
+    return nout + 1
 
 
 @nb.njit(cache=True)
@@ -512,13 +525,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
             for j in range(e0, e1):
                 S += NR[qn[j, 0], 1]
             if S >= qr[q, 0]:
-                out_q[nout] = q
-                out_o[nout] = i
-                nout += 1
-                st[ST_MATURED] += 1
-                qalive[q] = 0
-                qr[q, 1] = -1
-                _remove_query(NR, tt, qn, qr, q)
+                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
                 continue
             remq = qr[q, 0] - S
             if remq <= 6 * h:
@@ -541,13 +548,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
             qr[q, 2] = a
             st[ST_SIGNALS] += 1
             if a >= qr[q, 0]:
-                out_q[nout] = q
-                out_o[nout] = i
-                nout += 1
-                st[ST_MATURED] += 1
-                qalive[q] = 0
-                qr[q, 1] = -1
-                _remove_query(NR, tt, qn, qr, q)
+                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
                 continue
             _set_key(NR, tt, r, slot, c + 1)
     return nout
