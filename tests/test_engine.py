@@ -7,9 +7,11 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from vigil.checks import Log, run_log
+from vigil.checks import Log, logs, run_log
 from vigil.cli import app
 from vigil.engine import Engine
 from vigil.events import output_rows, read_outputs, read_stream
@@ -162,3 +164,51 @@ def test_snapshot_restore_mid_log_equals_uninterrupted():
     base = run_log(Log(t, ops))
     for cut in (0, 1, 49, 50, 51, 119, 120):
         assert run_log(Log(t, ops), cut=cut, batch=13) == base
+
+
+@st.composite
+def _churn_logs(draw):
+    """Threshold queries in two groups (with and without a weight) and window queries under
+    heavy churn:
+    terminations between any two elements, twice, of matured queries, of unknown ids, of every
+    query of a group (after which the group's columns are no longer checked), and registrations
+    after terminations."""
+    n = draw(st.integers(1, 60))
+    # bad weights (0) are rejected only while a query with a weight is alive
+    # and bad values of v (null) only while a window query is alive
+    t = pa.table({"x": draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)),
+                  "w": draw(st.lists(st.sampled_from([1, 2, 5, 0]), min_size=n, max_size=n)),
+                  "v": draw(st.lists(st.sampled_from([1.0, 2.5, None]), min_size=n, max_size=n))})
+    ops = []
+    for i in range(draw(st.integers(1, 14))):
+        at = draw(st.integers(0, n))
+        lo = draw(st.integers(0, 6))
+        if draw(st.integers(0, 3)) == 0:
+            q = {"id": f"q{i}", "type": "window_aggregate", "agg": "sum", "column": "v", "rows": [5, 0]}
+        else:
+            q = thr(f"q{i}", lo, lo + draw(st.integers(0, 3)), draw(st.integers(1, 30)))
+        if draw(st.booleans()) and q["type"] == "threshold":
+            q["weight"] = "w"
+        ops.append(reg(at, q))
+        for _ in range(draw(st.integers(0, 2))):
+            ops.append({"op": "terminate", "at": draw(st.integers(max(0, at - 2), n)), "id": f"q{i}"})
+    if draw(st.booleans()):
+        ops.append({"op": "terminate", "at": draw(st.integers(0, n)), "id": "nobody"})
+    ops.sort(key=lambda o: o["at"])
+    return Log(t, ops)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_churn_logs())
+def test_terminations_inside_a_batch_equal_element_at_a_time(log):
+    # batch=1 applies every operation exactly between its elements; a whole-stream batch defers
+    # terminations to the end of segments (Engine._deferrable): the outputs must not differ
+    assert run_log(log, batch=10**6) == run_log(log, batch=1)
+
+
+@pytest.mark.parametrize("family", ["threshold", "windows", "substream", "joins", "quantiles"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_batch_size_never_changes_outputs(family, data):
+    log = data.draw(logs(family))
+    assert run_log(log, batch=10**6) == run_log(log, batch=1)

@@ -33,12 +33,14 @@ answers), ``Engine.advance`` (elements routed elsewhere move the position) and
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import registry
 from .errors import Unsupported
@@ -88,6 +90,15 @@ class _Cols:
                 self.cache[k] = numeric_column(self.table, col)
         return self.cache[k]
 
+    def bad(self, col: str, kind: str) -> tuple[np.ndarray, list[str]]:
+        """The rows of ``col`` that fail ``kind`` (ascending) and their reasons."""
+        k = (col, "bad:" + kind)
+        if k not in self.cache:
+            reasons = self.get(col, kind)[1]
+            rows = sorted(reasons)
+            self.cache[k] = (np.array(rows, np.int64), [reasons[r] for r in rows])
+        return self.cache[k]
+
     def equals(self, col: str, value: Any) -> np.ndarray:
         k = (col, "eq:" + json.dumps(value))
         if k not in self.cache:
@@ -110,6 +121,22 @@ class _Segment:
                 (_EV[ev], np.asarray(qids, np.int64), np.asarray(at, np.int64),
                  none if r is None else np.asarray(r, np.int64), none if s is None else np.asarray(s, np.int64))
             )
+
+    def drop_after(self, ends: dict[int, int]) -> None:
+        """Drop the outputs of query q at positions after ``ends[q]`` (its termination)."""
+        qs = np.fromiter(ends.keys(), np.int64, len(ends))
+        ts = np.fromiter(ends.values(), np.int64, len(ends))
+        order = np.argsort(qs)
+        qs, ts = qs[order], ts[order]
+        parts = []
+        for ev, qid, at, r, s in self.parts:
+            pos = np.minimum(np.searchsorted(qs, qid), len(qs) - 1)
+            keep = ~((qs[pos] == qid) & (at > ts[pos]))
+            if not keep.all():
+                qid, at, r, s = qid[keep], at[keep], r[keep], s[keep]
+            if len(qid):
+                parts.append((ev, qid, at, r, s))
+        self.parts = parts
 
 
 # ----------------------------------------------------------------------------- groups
@@ -135,6 +162,10 @@ class _Group:
     def part_tag(self) -> str | None:
         """The ownership tag of :class:`Partial` that restricts the rows this group is fed."""
         return None
+
+    def terminate_many(self, qids: list[int]) -> None:
+        for q in qids:
+            self.terminate(q)
 
     def visible(self, cols: _Cols, idx: np.ndarray) -> np.ndarray:
         vis = np.zeros(len(idx), bool)
@@ -191,8 +222,11 @@ class _ThresholdGroup(_Group):
             )
 
     def terminate(self, qid: int) -> None:
+        self.terminate_many([qid])
+
+    def terminate_many(self, qids: list[int]) -> None:
         self._flush()
-        self.op.terminate(np.array([qid], np.int64))
+        self.op.terminate(np.array(qids, np.int64))
 
     def state(self):
         self._flush()
@@ -780,69 +814,156 @@ class Engine:
         p = 0
         while p < len(idx):
             self._apply_pending(int(vseq[p]) - 1)
+            k = self._deferrable(int(vseq[-1]))
             q = len(idx)
-            if self.pending:
-                q = max(p + 1, int(np.searchsorted(vseq, self.pending[0][0], side="right")))
-            self._segment(cols, idx[p:q], vseq[p:q], prebad)
-            self.position = int(vseq[q - 1])
+            if k < len(self.pending):
+                q = max(p + 1, int(np.searchsorted(vseq, self.pending[k][0], side="right")))
+            last = int(vseq[q - 1])
+            k = bisect.bisect_right(self.pending, last, hi=k, key=lambda t: t[0])
+            todo, self.pending = self.pending[:k], self.pending[k:]
+            self._segment(cols, idx[p:q], vseq[p:q], prebad, todo)
+            self.position = last
             p = q
         self._apply_pending(self.position)
         return self.take_outputs()
+
+    def _deferrable(self, upto: int) -> int:
+        """How many pending operations, from the first, may wait until the end of the coming
+        segment: terminations of known ids with ``at <= upto``, except one that would leave its
+        group without queries (which rows a group validates and sees depends on whether it has
+        queries). A termination takes effect after element ``at``; applying it at the end of
+        the segment instead only means dropping the query's outputs after ``at`` (queries never
+        affect one another's outputs). So a stream with churn is cut into segments only at
+        registrations and lookups, not at every termination."""
+        left: dict[str, int] = {}
+        seen: set[int] = set()
+        for k, (at, _, op) in enumerate(self.pending):
+            qid = self.by_id.get(op["id"]) if op["op"] == "terminate" else None
+            if qid is None or at > upto:  # an unknown id is rejected in its place
+                return k
+            key = self.where.get(qid)
+            if key is None or qid in seen:
+                continue
+            n = left.get(key, len(self.groups[key].qids)) - 1
+            if n < 1:
+                return k
+            left[key] = n
+            seen.add(qid)
+        return len(self.pending)
+
+    def _terminate_all(self, todo: list[tuple[int, int, dict]]) -> None:
+        """Apply terminations as ``_apply`` would, with one operator call per group."""
+        per: dict[str, list[int]] = {}
+        done: set[int] = set()
+        for _, _, op in todo:  # known ids only (see _deferrable)
+            qid = self.by_id[op["id"]]
+            self.counts["ops_applied"] += 1
+            key = self.where.get(qid)
+            if key is not None and qid not in done:  # terminating a matured query is a no-op
+                per.setdefault(key, []).append(qid)
+                done.add(qid)
+        for key, qids in per.items():
+            self.groups[key].terminate_many(qids)
+            for qid in qids:
+                self._gone(qid)
 
     def _reject_rows(self, items: list[tuple[int | None, str]]) -> None:
         self.counts["rows_rejected"] += len(items)
         for at, reason in items:
             self._emit("rejected", None, at, reason=reason)
 
-    def _segment(self, cols: _Cols, idx: np.ndarray, seqs: np.ndarray, prebad: dict[int, str]) -> None:
+    def _segment(self, cols: _Cols, idx: np.ndarray, seqs: np.ndarray, prebad: dict[int, str],
+                 terms: list[tuple[int, int, dict]] = ()) -> None:
+        """Feed rows ``idx`` (seqs ``seqs``) to every group, then apply ``terms``: terminations
+        (see :meth:`_deferrable`) with ``at`` inside the segment; the outputs of their queries
+        after their ``at`` are dropped.
+
+        Rows are judged exactly as one at a time, whatever the batch: against the groups that
+        have queries at the row's position, and its time against the times applied before it.
+        Two things change inside a segment: a threshold group loses its last query by maturity,
+        and a row that one group's time check rejects is applied to no group. A row whose fate
+        hangs on them (flagged first by a threshold group, or failing a time check) therefore
+        starts a new run: the rows before it are fed first (:meth:`_judge`). Streams without
+        such rows are fed in one run."""
         seg = _Segment()
-        groups = list(self.groups.values())
-        bad: dict[int, str] = {}  # position in idx -> reason
+        ends: dict[int, int] = {}
+        for at, _, op in reversed(terms):  # the first termination of a query wins
+            ends[self.by_id[op["id"]]] = at
+        n, s, width, done = len(idx), 0, len(idx), 0
+        while s < n:
+            if s and done < len(terms):  # a new run: terminations before its first row apply now
+                k = bisect.bisect_right(terms, int(seqs[s]) - 1, lo=done, key=lambda t: t[0])
+                self._terminate_all(terms[done:k])
+                done = k
+            c, bad, ok = self._judge(cols, idx, s, min(n, s + width), prebad)
+            width = 2 * (c - s) if c < min(n, s + width) else 2 * width
+            if bad:
+                self.counts["rows_rejected"] += len(bad)
+                seg.reasons.extend((int(seqs[s + p]), bad[p]) for p in sorted(bad))
+            self.counts["rows_applied"] += int(ok.sum())
+            sub, sseq = idx[s:c], seqs[s:c]
+            self._keep_history(cols.table, sub[ok], sseq[ok])
+            for g in list(self.groups.values()):
+                if g.qids:
+                    vis = self._owned(g, g.visible(cols, sub), sub) & ok
+                elif g.keeps_history:
+                    vis = self._owned(g, g._ok_rows(cols, sub), sub) & ok
+                else:
+                    continue
+                if vis.any():
+                    g.feed(cols, sub[vis], sseq[vis], seg)
+            s = c
+        self._terminate_all(terms[done:])
+        if ends and seg.parts:
+            seg.drop_after(ends)
+        self._flush_segment(seg)
+
+    def _judge(self, cols: _Cols, idx: np.ndarray, s: int, e: int,
+               prebad: dict[int, str]) -> tuple[int, dict[int, str], np.ndarray]:
+        """(c, bad, ok) for rows ``idx[s:e]``: rows ``s..c-1`` are judged with the state at
+        ``s`` and are final (row ``s`` always is); ``bad``: offset from ``s`` -> reason, ``ok``
+        the mask of applied rows among them; row ``c`` (if < e) must be judged after the rows
+        before it are fed (see :meth:`_segment`)."""
+        sub = idx[s:e]
+        bad: dict[int, str] = {}
         if prebad:
-            for p, r in enumerate(idx.tolist()):
+            for p, r in enumerate(sub.tolist()):
                 if r in prebad:
                     bad[p] = prebad[r]
+        c = len(sub)
+        groups = [g for g in self.groups.values() if g.qids]
         for g in groups:
-            if not g.qids:
-                continue
-            for mask, refs in g.checks(cols, idx):
+            may_end = g.family == "threshold"  # its queries end by maturity inside a segment
+            for mask, refs in g.checks(cols, sub):
                 for col, kind in refs:
-                    reasons = cols.get(col, kind)[1]
-                    if not reasons:
+                    rows, reasons = cols.bad(col, kind)
+                    a = int(np.searchsorted(rows, sub[0], side="left"))
+                    b = int(np.searchsorted(rows, sub[-1], side="right"))
+                    if a == b:
                         continue
-                    rs = np.fromiter(reasons, np.int64, len(reasons))
-                    pos = np.searchsorted(idx, rs)
-                    hit = pos < len(idx)
-                    hit[hit] = idx[pos[hit]] == rs[hit]
-                    for r, p in zip(rs[hit].tolist(), pos[hit].tolist(), strict=True):
+                    pos = np.searchsorted(sub, rows[a:b])
+                    hit = sub[np.minimum(pos, len(sub) - 1)] == rows[a:b]
+                    for j, p in zip(np.flatnonzero(hit).tolist(), pos[hit].tolist(), strict=True):
                         if (mask is None or mask[p]) and p not in bad:
-                            bad[p] = reasons[r]
-        ok = np.ones(len(idx), bool)
+                            bad[p] = reasons[a + j]
+                            if may_end and 0 < p < c:
+                                c = p
+        ok = np.ones(len(sub), bool)
         if bad:
             ok[list(bad)] = False
         for g in groups:  # times must not go backwards within a group
             tcol = g.time_column()
-            if g.qids and tcol:
-                vis = self._owned(g, g.visible(cols, idx), idx) & ok
-                t = cols.get(tcol, "time")[0][idx]
-                mono = _monotone(t, vis, g.t_last)
-                for p in np.flatnonzero(~mono).tolist():
-                    bad[p] = f"time column {tcol!r} went backwards ({t[p]} after {g.t_last if p == 0 else 'a later time'})"
-                ok &= mono
-        if bad:
-            self._reject_rows([(int(seqs[p]), bad[p]) for p in sorted(bad)])
-        self.counts["rows_applied"] += int(ok.sum())
-        self._keep_history(cols.table, idx[ok], seqs[ok])
-        for g in groups:
-            if g.qids:
-                vis = self._owned(g, g.visible(cols, idx), idx) & ok
-            elif g.keeps_history:
-                vis = self._owned(g, g._ok_rows(cols, idx), idx) & ok
-            else:
-                continue
-            if vis.any():
-                g.feed(cols, idx[vis], seqs[vis], seg)
-        self._flush_segment(seg)
+            if tcol:
+                vis = self._owned(g, g.visible(cols, sub), sub) & ok
+                t = cols.get(tcol, "time")[0][sub]
+                back = np.flatnonzero(~_monotone(t, vis, g.t_last)).tolist()
+                if back and back[0] == 0:
+                    bad[0] = f"time column {tcol!r} went backwards ({t[0]} after {g.t_last})"
+                    ok[0] = False
+                    back = back[1:]
+                if back:
+                    c = min(c, back[0])
+        return s + c, {p: r for p, r in bad.items() if p < c}, ok[:c]
 
     def _keep_history(self, batch: pa.Table, rows: np.ndarray, seqs: np.ndarray) -> None:
         """Rows of relations are the join state: keep them for join groups created later."""
@@ -858,34 +979,43 @@ class Engine:
             self.history.append(hist.append_column("seq", pa.array(seqs[rel_ok], pa.int64())))
 
     def _flush_segment(self, seg: _Segment) -> None:
-        if not seg.parts:
-            return
-        ev = np.concatenate([np.full(len(p[1]), p[0], np.int64) for p in seg.parts])
-        qid = np.concatenate([p[1] for p in seg.parts])
-        at = np.concatenate([p[2] for p in seg.parts])
-        r = np.concatenate([p[3] for p in seg.parts])
-        s = np.concatenate([p[4] for p in seg.parts])
-        order = np.lexsort((s, r, qid, ev, at))
-        ids = np.asarray(self.ids, dtype=object)
-        for code in np.unique(ev):
-            self.out_counts[_EV_NAMES[code]] = self.out_counts.get(_EV_NAMES[code], 0) + int((ev == code).sum())
-        o = order
-        names = np.asarray(_EV_NAMES, dtype=object)[ev[o]]
-        self._out.append(
-            {"__table__": pa.table(
+        """The segment's element outputs and rejected rows, as one table in position order."""
+        tables = []
+        if seg.parts:
+            ev = np.concatenate([np.full(len(p[1]), p[0], np.int64) for p in seg.parts])
+            qid, at, r, s = (np.concatenate([p[k] for p in seg.parts]) for k in (1, 2, 3, 4))
+            o = np.lexsort((s, r, qid, ev, at))
+            for code in np.unique(ev):
+                self.out_counts[_EV_NAMES[code]] = self.out_counts.get(_EV_NAMES[code], 0) + int((ev == code).sum())
+            ev, qid, at, r, s = ev[o], qid[o], at[o], r[o], s[o]
+            tables.append(pa.table(
                 {
-                    "event": pa.array(names.tolist(), pa.string()),
-                    "id": pa.array(ids[qid[o]].tolist(), pa.string()),
-                    "at": pa.array(at[o], pa.int64()),
+                    "event": pa.array([_EV_NAMES[e] for e in ev.tolist()], pa.string()),
+                    "id": pa.array([self.ids[q] for q in qid.tolist()], pa.string()),
+                    "at": pa.array(at, pa.int64()),
                     "value": pa.nulls(len(o), pa.float64()),
                     "keys": pa.nulls(len(o), pa.list_(pa.string())),
-                    "r": pa.array(np.where(r[o] >= 0, r[o], 0), pa.int64(), mask=r[o] < 0),
-                    "s": pa.array(np.where(s[o] >= 0, s[o], 0), pa.int64(), mask=s[o] < 0),
+                    "r": pa.array(np.where(r >= 0, r, 0), pa.int64(), mask=r < 0),
+                    "s": pa.array(np.where(s >= 0, s, 0), pa.int64(), mask=s < 0),
                     "reason": pa.nulls(len(o), pa.string()),
                 },
                 schema=OUTPUT_SCHEMA,
-            )}
-        )
+            ))
+        if seg.reasons:
+            k = len(seg.reasons)
+            self.out_counts["rejected"] = self.out_counts.get("rejected", 0) + k
+            tables.append(pa.table(
+                {"event": pa.array(["rejected"] * k, pa.string()), "id": pa.nulls(k, pa.string()),
+                 "at": pa.array([a for a, _ in seg.reasons], pa.int64()), "value": pa.nulls(k, pa.float64()),
+                 "keys": pa.nulls(k, pa.list_(pa.string())), "r": pa.nulls(k, pa.int64()),
+                 "s": pa.nulls(k, pa.int64()), "reason": pa.array([r for _, r in seg.reasons], pa.string())},
+                schema=OUTPUT_SCHEMA,
+            ))
+        if len(tables) == 2:  # a rejected row has no outputs at its position: no ties
+            t = pa.concat_tables(tables)
+            tables = [t.take(pc.sort_indices(t, [("at", "ascending")]))]
+        if tables:
+            self._out.append({"__table__": tables[0]})
 
     def finish(self) -> pa.Table:
         """End of input: apply every pending operation (after the last element)."""
@@ -924,7 +1054,7 @@ class Engine:
             hist = sink.getvalue().to_pybytes()
         return pack(
             {
-                "version": 1,
+                "version": 2,
                 "algos": self.algos,
                 "quantile_epsilon": self.quantile_epsilon,
                 "join_output": self.join_output,
@@ -936,7 +1066,10 @@ class Engine:
                 "where": json.dumps(list(self.where.items())),
                 "groups": [{"key": k, "qids": np.array(sorted(g.qids), np.int64), "state": g.state()}
                            for k, g in self.groups.items()],
-                "pending": [[a, b, json.dumps(op)] for a, b, op in self.pending],
+                # pending operations as two arrays and one JSON string (not one field per op)
+                "pending_at": np.array([a for a, _, _ in self.pending], np.int64),
+                "pending_arrival": np.array([b for _, b, _ in self.pending], np.int64),
+                "pending_ops": json.dumps([op for _, _, op in self.pending]),
                 "arrival": self.arrival,
                 "counts": self.counts,
                 "out_counts": self.out_counts,
@@ -947,7 +1080,11 @@ class Engine:
     @classmethod
     def restore(cls, data: bytes) -> Engine:
         s = unpack(data)
-        if s.get("version") != 1:
+        if s.get("version") == 1:  # pending operations as one field each
+            s["pending_at"] = np.array([a for a, _, _ in s["pending"]], np.int64)
+            s["pending_arrival"] = np.array([b for _, b, _ in s["pending"]], np.int64)
+            s["pending_ops"] = "[" + ",".join(op for _, _, op in s["pending"]) + "]"
+        elif s.get("version") != 2:
             raise ValueError(f"unknown snapshot version {s.get('version')!r}")
         eng = cls(s["algos"], s["quantile_epsilon"], s["join_output"], None if s["columns"] is None else set(s["columns"]))
         eng.position = s["position"]
@@ -961,7 +1098,8 @@ class Engine:
             g.load(gs["state"])
             g.qids = set(gs["qids"].tolist())
             eng.groups[gs["key"]] = g
-        eng.pending = [(a, b, json.loads(op)) for a, b, op in s["pending"]]
+        eng.pending = list(zip(s["pending_at"].tolist(), s["pending_arrival"].tolist(),
+                               json.loads(s["pending_ops"]), strict=True))
         eng.arrival = s["arrival"]
         eng.counts = dict(s["counts"])
         eng.out_counts = dict(s["out_counts"])
