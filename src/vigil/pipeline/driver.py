@@ -1,23 +1,38 @@
 """``vigil run`` in driver mode (the embedded default) and the run loop shared with sharded mode.
 
-Per micro-batch K (``foreachBatch``)::
+Per micro-batch K (``foreachBatch``, Spark's thread)::
 
     df.toArrow()                      rows + operation lines of batch K (one Spark job)
     -> split_batch                    deterministic order: files by name, rows by position
-    -> engine state after K-1         kept in memory; after a restart, restored from snapshot K-1
+    -> checkpoint/vigil/manifests/batch-K.json   the files of K (fsync), then hand K over, return
+
+and on the engine thread, batch after batch in order::
+
+    -> engine state after K-1         kept in memory; after a restart, restored (see below)
     -> add_operations(ops); process(rows)
     -> out/events|rejected/batch=K    replaced as a whole (a replayed batch is idempotent)
     -> checkpoint/vigil/snapshot-K    written atomically, AFTER the outputs
     -> out/_metrics/batch=K.json, one console line
 
-Spark writes ``commits/K`` only after ``foreachBatch`` returns. A crash before that makes Spark
-run batch K again with the same files (its offset log fixed them before the batch started):
+Pipelining. The engine works on batch K while Spark plans, lists, reads and converts batch K+1
+on the other core (the numba kernels release the GIL); ``foreachBatch(K+1)`` waits while the
+engine is still a whole batch behind (at most one batch waits in memory). Spark writes
+``commits/K`` when ``foreachBatch(K)`` returns, which may now be before the engine's snapshot K.
+The manifest closes that gap: input files are immutable in a file source, so a batch Spark
+committed can be read again (:func:`vigil.pipeline.sources.batch_of`, same files, same order,
+same rows). Kafka batches cannot be re-read this way, so with Kafka the engine runs inside
+``foreachBatch`` (no pipelining).
 
-* no snapshot K yet: restore K-1, process again, overwrite the outputs of K -> same bytes;
-* snapshot K exists (crash between snapshot and commit): outputs of K are complete, so the
-  batch is skipped and the engine continues from snapshot K.
+Restart. Let J be the latest engine snapshot. The engine restores J and replays the batches
+J+1 .. K-1 from their manifests before batch K (or before ``finish``); then:
+
+* Spark runs batch K again after a crash before ``commits/K`` (its offset log fixed the files
+  of K before the batch started): no snapshot K yet -> processed again, outputs of K
+  overwritten -> same bytes; snapshot K exists (crash after the engine finished K) -> outputs
+  of K are complete, the batch is skipped and the engine continues from snapshot K.
 
 So a job killed at any moment and restarted writes exactly the events of an uninterrupted run.
+Manifests of batches covered by the oldest kept snapshot are deleted.
 
 The snapshot leaves out the per-query bookkeeping that only grows (each registered query's id and
 spec, kept by the engine for ever): :class:`QueryLog` appends the new ones to
@@ -35,9 +50,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import struct
+import threading
 import time
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,6 +191,35 @@ class QueryLog:
         return ids, specs
 
 
+class ManifestLog:
+    """``checkpoint/vigil/manifests/batch-K.json``: the input files of batch K, written (fsync)
+    before Spark commits K, so that batches Spark committed before the engine absorbed them can
+    be read again after a crash (input files are immutable in a file source)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory) / "manifests"
+
+    def path(self, k: int) -> Path:
+        return self.dir / f"batch-{k:012d}.json"
+
+    def write(self, k: int, files: list[str]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(self.path(k), json.dumps({"batch": k, "files": files}).encode())
+
+    def read(self, k: int) -> list[str] | None:
+        p = self.path(k)
+        return json.loads(p.read_text())["files"] if p.exists() else None
+
+    def ids(self) -> list[int]:
+        return sorted(int(p.stem.split("-")[1]) for p in self.dir.glob("batch-*.json")) if self.dir.is_dir() else []
+
+    def prune(self, upto: int) -> None:
+        """Drop the manifests of batches ``<= upto`` (covered by a snapshot)."""
+        for k in self.ids():
+            if k <= upto:
+                self.path(k).unlink(missing_ok=True)
+
+
 def counts_of(eng) -> dict[str, int]:
     c = {k: int(v) for k, v in eng.counts.items()}
     c["outputs"] = int(sum(v for k, v in eng.out_counts.items() if k != "rejected"))
@@ -211,7 +258,8 @@ class Reporter:
 class DriverProcessor:
     """The ``foreachBatch`` function of driver mode."""
 
-    def __init__(self, cfg: RunConfig, columns: set[str] | None, reporter: Reporter | None = None) -> None:
+    def __init__(self, cfg: RunConfig, columns: set[str] | None, reporter: Reporter | None = None,
+                 reader=None) -> None:
         self.cfg = cfg
         self.columns = columns
         self.store = SnapshotStore(cfg.checkpoint, cfg.keep_snapshots)
@@ -221,6 +269,13 @@ class DriverProcessor:
         self.metrics: list[dict[str, Any]] = []
         self.qlog = QueryLog(self.store.dir)
         self.logged = (0, 0)  # (queries, bytes) of the query log that belong to self.engine's lineage
+        # pipelining (file sources): reader(files) -> batch DataFrame of exactly those files
+        self.reader = reader
+        self.manifests = ManifestLog(self.store.dir)
+        self.pipelined = reader is not None
+        self._queue: queue.Queue | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
 
     # ---------------------------------------------------------------- engine lifecycle
     def new_engine(self):
@@ -270,51 +325,135 @@ class DriverProcessor:
         return SNAP_MAGIC + _HEADER.pack(len(ids), nbytes) + body
 
     def engine_before(self, batch_id: int):
+        """The engine after batch ``batch_id - 1``: in memory, or restored from the latest
+        snapshot and brought forward by the batches Spark committed after it (their manifests;
+        see the module doc)."""
         if self.engine is not None and self.batch == batch_id - 1:
             return self.engine
-        self.engine = self.restore(batch_id - 1)
-        self.batch = batch_id - 1
+        j = max((k for k in self.store.ids() if k < batch_id), default=-1)
+        self.engine = self.restore(j)
+        self.batch = j
+        for k in range(j + 1, batch_id):
+            self._replay(k)
         return self.engine
 
-    # ---------------------------------------------------------------- one batch
-    def collect(self, df, full: bool = False) -> pa.Table:
-        return sources.with_row_index(df, full).toArrow()
+    def _replay(self, k: int) -> None:
+        files = self.manifests.read(k)
+        if files is None or self.reader is None:
+            raise CheckpointError(f"no engine snapshot for batch {k} in {self.store.dir} and no manifest to "
+                                  "replay it from: the checkpoint is incomplete")
+        ops, rows, _ = self.collect_split(self.reader(files)) if files else ([], pa.table({}), [])
+        self.process_batch(k, ops, rows, files, time.perf_counter(), 0.0)
 
+    # ---------------------------------------------------------------- one batch
     def collect_split(self, df) -> tuple[list[str], pa.Table, list[str]]:
-        """The batch's (operation lines, stream rows in arrival order, files). Parquet rows come
-        with their path on each file's first row only; if they do not arrive as whole-file runs,
-        the batch is collected again with the path on every row (see :mod:`.sources`)."""
-        try:
-            return sources.split_batch(self.collect(df), self.cfg.fmt)
-        except sources.NeedsFileNames:
-            return sources.split_batch(self.collect(df, full=True), self.cfg.fmt)
+        """The batch's (operation lines, stream rows in arrival order, files)."""
+        return sources.split_batch(sources.with_row_index(df).toArrow(), self.cfg.fmt)
 
     def __call__(self, df, batch_id: int) -> None:
         t0 = time.perf_counter()
-        if self.store.load(batch_id) is not None:  # replay of a batch whose outputs are complete
+        self._check()
+        if self.store.path(batch_id).exists():  # replay of a batch whose outputs are complete
+            self.drain()
             self.engine = self.restore(batch_id)
             self.batch = batch_id
             self._report(batch_id, {}, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0, skipped=True)
             return
-        ops, rows, files = self.collect_split(df)
-        t_collect = time.perf_counter() - t0
+        if not self.pipelined:
+            ops, rows, files = self.collect_split(df)
+            self.process_batch(batch_id, ops, rows, files, t0, time.perf_counter() - t0)
+            return
+        # operations first (one small job), so that the engine applies them while Spark reads
+        # the rows (a burst of registrations costs the engine more than reading a file)
+        from pyspark.sql import functions as F
+
+        op = F.col("_op")
+        ops, _, op_files = self.collect_split(df.filter(op.isNotNull()).select("_op", "_file", "_row"))
+        rows_f: Future = Future()
+        self._hand_over((batch_id, ops, rows_f, op_files, t0, 0.0))
+        try:
+            _, rows, row_files = self.collect_split(df.filter(op.isNull()).drop("_op"))
+            files = sorted(op_files + row_files)
+            self.manifests.write(batch_id, files)  # durable before Spark commits the batch
+        except BaseException as e:
+            rows_f.set_exception(e)
+            raise
+        rows_f.set_result((rows, files, time.perf_counter() - t0))
+
+    def _hand_over(self, item: tuple) -> None:
+        """Queue a batch for the engine thread; waits while the engine is a whole batch behind."""
+        if self._thread is None:
+            self._queue = queue.Queue(maxsize=1)
+            self._thread = threading.Thread(target=self._work, name="vigil-engine", daemon=True)
+            self._thread.start()
+        while True:
+            self._check()
+            try:
+                self._queue.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def process_batch(self, batch_id: int, ops: list[str], rows: pa.Table | Future, files: list[str], t0: float,
+                      t_collect: float) -> None:
+        """Batch ``batch_id`` through the engine: outputs, snapshot, metrics. ``rows`` may be a
+        Future of (rows, files, collect seconds) that Spark completes while operations apply."""
         eng = self.engine_before(batch_id)
         before = counts_of(eng)
         t1 = time.perf_counter()
         if ops:
             eng.add_operations(ops)
-        out = eng.process(rows)
         t_engine = time.perf_counter() - t1
-        n_ev, n_rej = sinks.write_batch(self.cfg.out, batch_id, out)
+        if isinstance(rows, Future):
+            rows, files, t_collect = rows.result()
+        t1 = time.perf_counter()
+        out = eng.process(rows)
+        t_engine += time.perf_counter() - t1
+        sinks.write_batch(self.cfg.out, batch_id, out)
         t2 = time.perf_counter()
         snap = self.snapshot(eng)
         self.store.save(batch_id, snap)
+        self.manifests.prune(min(self.store.ids()))
         t_snap = time.perf_counter() - t2
         self.batch = batch_id
         self._report(
             batch_id, counts_of(eng), before, len(files), len(snap), time.perf_counter() - t0,
             t_collect, t_engine, t_snap, alive=eng.alive(),
         )
+
+    # ---------------------------------------------------------------- the engine thread
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                if self._error is None:
+                    self.process_batch(*item)
+            except BaseException as e:  # noqa: BLE001 - reported by the next foreachBatch / close()
+                self._error = e
+                self.engine, self.batch = None, None
+            finally:
+                self._queue.task_done()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise RuntimeError(f"the engine failed on a batch: {self._error!r}") from self._error
+
+    def drain(self) -> None:
+        """Wait until the engine has absorbed every batch handed to it."""
+        if self._queue is not None:
+            self._queue.join()
+        self._check()
+
+    def close(self) -> None:
+        """Drain and stop the engine thread; raises if the engine failed."""
+        if self._thread is not None:
+            self._queue.join()
+            self._queue.put(None)
+            self._thread.join()
+            self._thread, self._queue = None, None
+        self._check()
 
     def _report(self, batch_id, after, before, n_files, snap_bytes, latency, t_collect, t_engine, t_snap,
                 alive=None, skipped=False, final=False, position=None) -> dict[str, Any]:
@@ -351,16 +490,13 @@ class DriverProcessor:
     # ---------------------------------------------------------------- end of input
     def finish(self) -> dict[str, Any]:
         """Apply the operations still pending after the last element (as ``vigil replay`` does)."""
+        self.close()
         t0 = time.perf_counter()
-        last = self.store.latest()
-        if self.engine is not None and self.batch == last:  # the in-memory engine is snapshot `last`
-            eng = self.engine
-        else:
-            eng = self.restore(last)
+        k = max([*self.store.ids(), *self.manifests.ids()], default=-1) + 1  # after the last batch
+        eng = self.engine_before(k)
         self.engine, self.batch = None, None  # finished: no longer the state of any batch
         before = counts_of(eng)
         out = eng.finish()
-        k = (last if last is not None else -1) + 1
         sinks.write_batch(self.cfg.out, k, out)
         return self._report(k, counts_of(eng), before, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0.0,
                             alive=eng.alive(), final=True, position=eng.position)
@@ -418,7 +554,11 @@ def run(cfg: RunConfig, spark=None) -> dict[str, Any]:
 
         proc = ShardedProcessor(cfg, columns, spark)
     else:
-        proc = DriverProcessor(cfg, columns)
+        reader = None
+        if cfg.fmt != "kafka":  # files can be read again: the engine may run a batch behind Spark
+            def reader(files: list[str]):
+                return sources.batch_of(spark, cfg.stream, cfg.queries, cfg.fmt, schema, files, cfg.options)
+        proc = DriverProcessor(cfg, columns, reader=reader)
     t0 = time.perf_counter()
     writer = df.writeStream.foreachBatch(proc).option("checkpointLocation", str(ckpt / "spark"))
     writer = _trigger(writer, cfg.trigger)
@@ -434,6 +574,11 @@ def run(cfg: RunConfig, spark=None) -> dict[str, Any]:
         if query.isActive:
             query.stop()
     exc = query.exception()
+    try:
+        proc.close()  # the engine thread absorbs the batches handed to it
+    except Exception:
+        if exc is None:
+            raise
     if exc is not None:
         raise RuntimeError(f"the streaming query failed: {exc}")
     finish = cfg.finish if cfg.finish is not None else cfg.trigger.strip().lower().startswith("available")

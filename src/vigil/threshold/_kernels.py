@@ -93,7 +93,7 @@ def keys_to_float(k: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _height(L):
     H = 0
     while (np.int64(1) << H) < L:
@@ -101,7 +101,7 @@ def _height(L):
     return H
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def level_sizes(kl, kh, order, moff, mgrp, G):
     """First half of building the endpoint trees of one dimension (§4, §6): their keys and sizes.
 
@@ -180,7 +180,7 @@ def level_sizes(kl, kh, order, moff, mgrp, G):
     return buf, boff, tL, tH, tbase, mm, nrows, gorder
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def level_fill(G, row0, last, buf, boff, tL, tH, tbase, NR):
     """Second half of :func:`level_sizes`: fill the rows ``NR`` of this level's trees (this level's
     block; rows are numbered from ``row0``, and ``tbase`` is shifted by ``row0``): split keys, and
@@ -208,7 +208,7 @@ def level_fill(G, row0, last, buf, boff, tL, tH, tbase, NR):
                 r += 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _decompose(a, b, L, H, base, out):
     """Canonical node set of the leaf range [a, b) (b = 2**H: to the end) in a tree on L leaves
     with rows from ``base``: the minimal set of nodes with disjoint jurisdictions covering it, at
@@ -239,7 +239,7 @@ def _decompose(a, b, L, H, base, out):
     return cnt
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def level_canonical(moff, mm, tL, tH, tbase):
     """Canonical nodes of every query over its groups (a level that is not the last), query-major:
     ``prow[poff[q]:poff[q+1]]``. Returns ``(poff, prow)``."""
@@ -265,7 +265,7 @@ def level_canonical(moff, mm, tL, tH, tbase):
     return poff, prow
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def next_groups(prow, row0, nrows, NR, tree0):
     """Turn the canonical nodes of one level into the groups of the next level (§6: node u of a
     tree of dimension i gets a secondary tree on Q(u) in dimension i+1). Links ``NR[u, 1]`` to the
@@ -303,7 +303,7 @@ def _root(toff, n):
     return off
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _region(n):
     """Slots used by a tournament tree with n >= 1 leaves (leaves + every internal level)."""
     t = n
@@ -325,7 +325,7 @@ def _group_min(tt, c0, c1):
     return mk, mv
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def heap_layout(NR, moff, mm, gorder, tL, tH, tbase):
     """Last dimension: count the canonical nodes of every membership (tree by tree), give every
     query its query-major entry range ``[poff[q], poff[q+1])`` (membership e starts at
@@ -361,7 +361,7 @@ def heap_layout(NR, moff, mm, gorder, tL, tH, tbase):
     return poff, s
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
     """Fill the priority queues laid out by :func:`heap_layout` (``tt``, ``qn``, ``qr`` allocated
     by the caller: int64[slots, 2], int32[E, 2], zeroed int64[k+1, 4]) and start one
@@ -427,7 +427,7 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
 # read per level and no position index to maintain (the leaves are fixed).
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _set_key(NR, tt, r, slot, newkey):
     """Set the key of leaf ``slot`` of H(r) and re-play its matches; keep NR[r, 2] = min."""
     info = NR[r, 3]
@@ -465,7 +465,7 @@ def _set_key(NR, tt, r, slot, newkey):
     NR[r, 2] = tt[off, 0]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _remove_query(NR, tt, qn, qr, q):
     for j in range(qr[q, 3], qr[q + 1, 3]):
         _set_key(NR, tt, qn[j, 0], qn[j, 1], I64_MAX)
@@ -488,7 +488,7 @@ def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
     return nout + 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
     """Counter of node r is now c (>= the top sigma of H(r)): deliver every due signal."""
     while True:
@@ -559,7 +559,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
 # --------------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _locate(xk, w, i0, i1, tbase, tL, tH, tdim, NR, last, it_el, it_tree, it_leaf, cur, tmp):
     """Phase A of a group of elements ``i0..i1-1``: descend every tree an element must visit, level
     by level across all (element, tree) pairs at once (ordered by height, so each level is a prefix
@@ -651,7 +651,7 @@ def _locate(xk, w, i0, i1, tbase, tL, tH, tdim, NR, last, it_el, it_tree, it_lea
 _GROUP = 16
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def push_dt(xk, w, NR, tbase, tL, tH, tdim, tt, qn, qr, qalive, out_q, out_o, st, floor):
     """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) through one structure.
     Each element visits the root-to-leaf path of the primary tree and, for d > 1, of the
@@ -716,7 +716,7 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, tt, qn, qr, qalive, out_q, out_o, st
 # --------------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def kill(locs, qr, qalive):
     """TERMINATE (§5) with lazy deletion: O(1) per query. The query is marked dead (``lam = -1``);
     each of its heap entries is removed when it reaches the top of its heap and its sigma is due
@@ -733,7 +733,7 @@ def kill(locs, qr, qalive):
     return n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def remaining(NR, qn, qr, qalive):
     """For each local query, ``tgt - W`` where ``W = sum_{u in U_q} c(u)`` is its exact weight in
     this structure (the threshold reset of §4's global rebuilding and §5's merges)."""

@@ -47,7 +47,7 @@ def _hslot(k, mask):
     return np.int64(x & np.uint64(mask))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def ht_put(keys, vals, ks, vs):
     """Insert or overwrite ``ks[i] -> vs[i]``. Returns (new keys, tombstones reused)."""
     mask = keys.shape[0] - 1
@@ -76,7 +76,7 @@ def ht_put(keys, vals, ks, vs):
     return new, reused
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def ht_get(keys, vals, ks, out):
     mask = keys.shape[0] - 1
     for i in range(ks.shape[0]):
@@ -93,7 +93,7 @@ def ht_get(keys, vals, ks, out):
             h = (h + 1) & mask
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def ht_pop(keys, vals, ks, out):
     """Remove ``ks``; ``out[i]`` = the removed value or -1. Returns the number removed."""
     mask = keys.shape[0] - 1
@@ -120,7 +120,7 @@ def ht_pop(keys, vals, ks, out):
 # --------------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def scan_push_1d(lo, hi, rem, n, pts, w, out_pos, out_off):
     """lo, hi: float64[1, cap]; rem: int64[cap]; pts: float64[1, B]; returns #matured.
     (The block is sliced into local views so that LLVM vectorises the inner loop.)"""
@@ -160,7 +160,7 @@ def scan_push_1d(lo, hi, rem, n, pts, w, out_pos, out_off):
     return cnt
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def scan_push_2d(lo, hi, rem, n, pts, w, out_pos, out_off):
     B = pts.shape[1]
     a0 = lo[0]
@@ -205,7 +205,7 @@ def scan_push_2d(lo, hi, rem, n, pts, w, out_pos, out_off):
     return cnt
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def scan_push_nd(lo, hi, rem, n, pts, w, out_pos, out_off):
     d = pts.shape[0]
     B = pts.shape[1]
@@ -251,7 +251,7 @@ def scan_push_nd(lo, hi, rem, n, pts, w, out_pos, out_off):
 # --------------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def itree_build(gstart, ilo, ihi):
     """Build one centred interval tree per group of items ``gstart[g]:gstart[g+1]``.
 
@@ -362,7 +362,7 @@ def itree_build(gstart, ilo, ihi):
             Lval, Litem, Hval, Hitem)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _report(rem, p, off, out_pos, out_off, cnt):
     out_pos[cnt] = p
     out_off[cnt] = off
@@ -381,7 +381,7 @@ def _dec_range(seg, w):
     return mn
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _report_range(rem, s, e, off, out_pos, out_off, cnt):
     for i in range(s, e):
         if rem[i] <= 0:
@@ -389,7 +389,7 @@ def _report_range(rem, s, e, off, out_pos, out_off, cnt):
     return cnt
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def itree_push(root, center, lch, rch, ms, Lval, Hval, Hpos, rem, xs, ws, out_pos, out_off):
     """1D stabbing: for each element, walk the interval tree from the root and decrement the
     counters of the O(log m + k) stabbed queries. Counters are in left-list order, so the left
@@ -439,7 +439,7 @@ def itree_push(root, center, lch, rch, ms, Lval, Hval, Hpos, rem, xs, ws, out_po
 # --------------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _xslot(E, x):
     i = np.searchsorted(E, x, side="left")
     if i < E.shape[0] and E[i] == x:
@@ -447,7 +447,7 @@ def _xslot(E, x):
     return 2 * i
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def segtree_pairs(E, xlo, xhi, size):
     """Canonical nodes of every query's x-range in a bottom-up segment tree over the 2K+1
     elementary slots of the sorted distinct endpoints E (slot 2i+1 = {E[i]}, slot 2i = the open
@@ -487,7 +487,7 @@ def segtree_pairs(E, xlo, xhi, size):
     return gstart, pair_q
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def seg_intv_push(E, size, sroot, center, lch, rch, ms, Lval, Lq, Hval, Hq, rem, xs, ys, ws,
                   out_pos, out_off):
     """2D stabbing: the O(log m) segment-tree nodes on the leaf-to-root path of x, and in each
@@ -559,7 +559,7 @@ def seg_intv_push(E, size, sroot, center, lch, rch, ms, Lval, Lq, Hval, Hq, rem,
 # --------------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def apply_hits(ids, counts, rem, ws, off0, out_pos, out_off, cnt, verify, lo, hi, pts):
     """``ids`` are the slots stabbed by elements off0.., ``counts[j]`` of them for element j.
     With ``verify`` each hit is re-checked against the exact ranges lo/hi[d, slot] (the index
