@@ -1,5 +1,7 @@
 """Each validation case of vigil.specs: every bad spec is rejected with a reason naming the field."""
 
+import json
+
 import pytest
 
 from vigil.specs import SpecError, parse_query
@@ -19,6 +21,7 @@ def test_valid_specs_parse(spec):
     s = parse_query(spec)
     assert s.id == spec["id"]
     assert parse_query(s.dump()) == s
+    assert parse_query(json.loads(s.dump_json())) == s  # the form the engine keeps and snapshots
 
 
 BAD = [

@@ -572,7 +572,7 @@ class Engine:
         self.columns = None if columns is None else set(columns) - {ERROR_COLUMN}
         self.position = 0
         self.ids: list[str] = []  # qid -> id
-        self.specs: list[dict] = []  # qid -> spec dump
+        self.specs: list[str] = []  # qid -> spec as JSON (encoded once, at registration)
         self.by_id: dict[str, int] = {}
         self.where: dict[int, str] = {}  # alive qid -> group key
         self.groups: dict[str, _Group] = {}
@@ -743,7 +743,7 @@ class Engine:
                 return self._reject_op(at, spec.id, f"unsupported by {gcls.family}={name}: {e}")
             self.groups[key] = g
             self.ids.append(spec.id)
-            self.specs.append(spec.dump())
+            self.specs.append(spec.dump_json())
             self.by_id[spec.id] = qid
             self.where[qid] = key
             g.qids.add(qid)
@@ -768,7 +768,7 @@ class Engine:
         if not hasattr(g, "lookup"):
             return self._reject_op(at, ident, f"lookup is not defined for {g.family} queries (they push events)")
         if self.partial is not None and self.partial.summaries is not None and isinstance(g, _QuantileGroup):
-            self.partial.summaries.append((at, ident, float(self.specs[qid]["phi"]), g.summary(qid, n)))
+            self.partial.summaries.append((at, ident, float(json.loads(self.specs[qid])["phi"]), g.summary(qid, n)))
             self.counts["ops_applied"] += 1
             return None
         value, keys = g.lookup(qid, n)
@@ -1062,7 +1062,7 @@ class Engine:
                 "position": self.position,
                 # per-query bookkeeping as single JSON strings: one field, not a million
                 "ids": json.dumps(self.ids),
-                "specs": json.dumps(self.specs),
+                "specs": "[" + ",".join(self.specs) + "]",
                 "where": json.dumps(list(self.where.items())),
                 "groups": [{"key": k, "qids": np.array(sorted(g.qids), np.int64), "state": g.state()}
                            for k, g in self.groups.items()],
@@ -1089,7 +1089,7 @@ class Engine:
         eng = cls(s["algos"], s["quantile_epsilon"], s["join_output"], None if s["columns"] is None else set(s["columns"]))
         eng.position = s["position"]
         eng.ids = json.loads(s["ids"])
-        eng.specs = json.loads(s["specs"])
+        eng.specs = [json.dumps(q, separators=(",", ":")) for q in json.loads(s["specs"])]
         eng.by_id = {ident: q for q, ident in enumerate(eng.ids)}
         eng.where = {int(q): k for q, k in json.loads(s["where"])}
         for gs in s["groups"]:

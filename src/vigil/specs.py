@@ -51,7 +51,7 @@ def _check_range(v: list, *, open_range: bool = False) -> tuple[float, float]:
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
 
     id: StrictStr = Field(min_length=1)
 
@@ -67,6 +67,9 @@ class _Spec(BaseModel):
 
     def dump(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
+
+    def dump_json(self) -> str:
+        return self.model_dump_json(exclude_none=True)
 
 
 class ThresholdSpec(_Spec):

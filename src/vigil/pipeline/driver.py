@@ -153,7 +153,8 @@ class SnapshotStore:
 
 class QueryLog:
     """``checkpoint/vigil/queries.jsonl``: the id and spec of every query the engine registered,
-    append-only; each line is ``[[ids...], [specs...]]`` of one batch (one JSON encoding call)."""
+    append-only; each line is ``[[ids...], [specs...]]`` of one batch (the specs are joined as
+    the engine encoded them at registration: nothing is encoded again)."""
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / "queries.jsonl"
@@ -161,10 +162,10 @@ class QueryLog:
     def size(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
 
-    def append(self, ids: list, specs: list) -> int:
-        """Append one record (fsync'd); returns the log's size in bytes."""
+    def append(self, ids: list, specs: list[str]) -> int:
+        """Append one record (fsync'd); returns the log's size in bytes. ``specs`` are JSON."""
         with open(self.path, "ab") as f:
-            f.write(json.dumps([ids, specs]).encode() + b"\n")
+            f.write(f"[{json.dumps(ids)},[{','.join(specs)}]]\n".encode())
             f.flush()
             os.fsync(f.fileno())
             return f.tell()
@@ -183,7 +184,7 @@ class QueryLog:
             for line in data.splitlines():
                 a, b = json.loads(line)
                 ids.extend(a)
-                specs.extend(b)
+                specs.extend(json.dumps(q, separators=(",", ":")) for q in b)
         else:
             self.path.unlink(missing_ok=True)
         if len(ids) != n:
