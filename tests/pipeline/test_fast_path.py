@@ -29,19 +29,17 @@ def collected(files: list[tuple[str, int]], arrival: list[int], ops: list[tuple[
               ops_at: int) -> pa.Table:
     """A table shaped like driver mode's toArrow() of a Parquet batch: one row per stream file
     (``_file``, ``_content`` = its bytes; value = file index * 1000 + position) in ``arrival``
-    order, the operation lines inserted before file ``ops_at``."""
+    order, the operation files (``_op`` = their bytes) inserted before file ``ops_at``."""
     parts = []
     for i in arrival:
         name, n = files[i]
         data = _parquet(pa.table({"v": pa.array(np.arange(n, dtype=np.int64) + 1000 * i)}), row_group_size=7)
         parts.append(pa.table({"_file": [name], "_content": pa.array([data], pa.binary()),
-                               "_op": pa.nulls(1, pa.string()), "_row": pa.array([None], pa.int64())}))
-    op_rows = [(f, k, line) for f, lines in ops for k, line in enumerate(lines)]
-    op_tbl = pa.table({
-        "_file": pa.array([f for f, _, _ in op_rows], pa.string()),
-        "_content": pa.nulls(len(op_rows), pa.binary()),
-        "_op": pa.array([line for _, _, line in op_rows], pa.string()),
-        "_row": pa.array([k for _, k, _ in op_rows], pa.int64()),
+                               "_op": pa.nulls(1, pa.binary())}))
+    op_tbl = pa.table({  # whole operation files (a blank line and no final newline are fine)
+        "_file": pa.array([f for f, _ in ops], pa.string()),
+        "_content": pa.nulls(len(ops), pa.binary()),
+        "_op": pa.array([("\n".join(lines[:1] + [""] + lines[1:])).encode() for _, lines in ops], pa.binary()),
     })
     parts.insert(min(ops_at, len(parts)), op_tbl)
     return pa.concat_tables(parts)

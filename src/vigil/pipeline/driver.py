@@ -369,7 +369,7 @@ class DriverProcessor:
         from pyspark.sql import functions as F
 
         op = F.col("_op")
-        ops, _, op_files = self.collect_split(df.filter(op.isNotNull()).select("_op", "_file", "_row"))
+        ops, _, op_files = self.collect_split(df.filter(op.isNotNull()).select("_file", "_op"))
         rows_f: Future = Future()
         self._hand_over((batch_id, ops, rows_f, op_files, t0, 0.0))
         try:

@@ -1,7 +1,7 @@
 """Structured Streaming sources for vigil: stream rows and query operations in ONE micro-batch unit.
 
 Both inputs are streaming file sources (``spark.readStream``) unioned into one DataFrame (an
-operation line has a non-null ``_op``, a stream row a null one). Spark's offset log then fixes,
+operation file has a non-null ``_op``, a stream row a null one). Spark's offset log then fixes,
 for every batch id, exactly which files of *both* directories belong to it, so a batch replayed
 after a crash sees the same rows and the same operations.
 
@@ -18,9 +18,11 @@ How rows travel, cheaply:
   work happens in the JVM (converting a million decoded rows to Arrow there cost twice the JVM
   CPU time, ~1.3 s per million rows on this machine, competing with the engine for 2 cores), and
   the order of the rows inside a file is the file's own.
-* JSON/CSV rows and operation lines carry the path on every row (``input_file_name()``) and
-  ``_row`` = ``monotonically_increasing_id()``, which is the position inside the file because each
-  file is read whole by one task (see :mod:`.session`).
+* Operation files travel whole the same way (``_file``, ``_op`` = the file's bytes) and are split
+  into lines on the driver exactly as ``vigil replay`` reads them.
+* JSON/CSV rows carry the path on every row (``input_file_name()``) and ``_row`` =
+  ``monotonically_increasing_id()``, which is the position inside the file because each file is
+  read whole by one task (see :mod:`.session`).
 
 Malformed JSON/CSV rows (Spark's ``_corrupt_record``) become rows whose ``__error__`` column holds
 a reason, which the engine reports as ``rejected`` events (the row still takes its place, and
@@ -162,20 +164,16 @@ def stream_rows(
 
 
 def operations(spark, path: str | Path | None, max_files: int | None = None, files: list[str] | None = None):
-    """Streaming DataFrame of raw operation lines (JSONL) ``_op`` with ``_file`` (``files``: a
+    """Streaming DataFrame of operation files (JSON lines), whole: ``_file`` = path, ``_op`` = the
+    file's bytes, split into lines on the driver as ``vigil replay`` reads them (``files``: a
     batch DataFrame of exactly those files instead)."""
     from pyspark.sql import functions as F
 
-    if files is not None:
-        df = spark.read.text(files)
-    else:
-        reader = spark.readStream
-        if max_files:
-            reader = reader.option("maxFilesPerTrigger", int(max_files))
-        df = reader.text(str(path))
-    return df.select(
-        F.col("value").alias("_op"), F.input_file_name().alias("_file"), F.lit(None).cast("long").alias("_row")
-    )
+    reader = (spark.read if files is not None else spark.readStream).format("binaryFile").schema(BINARY_SCHEMA)
+    if max_files and files is None:
+        reader = reader.option("maxFilesPerTrigger", int(max_files))
+    df = reader.load(files if files is not None else str(path))
+    return df.select(F.col("path").alias("_file"), F.col("content").alias("_op"))
 
 
 def combined(rows_df, ops_df):
@@ -205,16 +203,13 @@ def batch_of(spark, stream: str | Path, queries: str | Path, fmt: str, schema, f
 
 
 def with_row_index(df):
-    """Inside ``foreachBatch``: complete ``_row`` with the row's position inside its partition
-    (= its file) where the source gave none (whole Parquet files need none)."""
+    """Inside ``foreachBatch``: ``_row`` = the row's position inside its partition (= its file)
+    for JSON/CSV rows; whole files (Parquet, operations) need none."""
     from pyspark.sql import functions as F
 
-    if "_content" in df.columns and "_op" not in df.columns:
+    if "_content" in df.columns or set(df.columns) <= {"_file", "_op"}:
         return df
-    row = F.monotonically_increasing_id()
-    if "_row" in df.columns:  # coalesce evaluates the id only where _row is null (whole partitions)
-        row = F.coalesce(F.col("_row"), row)
-    return df.withColumn("_row", row)
+    return df.withColumn("_row", F.monotonically_increasing_id())
 
 
 # ----------------------------------------------------------------------------- driver side
@@ -250,7 +245,7 @@ def _order(tbl: pa.Table) -> np.ndarray:
 
 
 def _split_kinds(tbl: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """(operation lines, stream rows): operation lines are the rows with a non-null ``_op``.
+    """(operation files, stream rows): operation files are the rows with a non-null ``_op``.
     The union puts them in one block (zero-copy slices); otherwise they are filtered."""
     n = tbl.num_rows
     if "_op" not in tbl.column_names:
@@ -281,10 +276,12 @@ def split_batch(tbl: pa.Table, fmt: str = "parquet") -> tuple[list[str], pa.Tabl
     ops_t, rows_t = _split_kinds(tbl)
     ops: list[str] = []
     files: set[str] = set()
-    if ops_t.num_rows:
-        ops_t = ops_t.take(pa.array(_order(ops_t)))
-        ops = [x for x in ops_t.column("_op").to_pylist() if x is not None and x.strip()]
-        files.update(_names(ops_t.column("_file")))
+    if ops_t.num_rows:  # whole files, in path order, split into lines as vigil replay does
+        names = ops_t.column("_file").to_pylist()
+        data = ops_t.column("_op")
+        for i in sorted(range(len(names)), key=names.__getitem__):
+            ops.extend(ln for ln in data[i].as_py().decode("utf-8", "replace").splitlines() if ln.strip())
+        files.update(names)
     if "_line" in rows_t.column_names:  # Kafka: values are JSON objects
         rows_t = rows_t.take(pa.array(_order(rows_t)))
         files.update(_names(rows_t.column("_file")))
