@@ -3,11 +3,10 @@
 vigil's Spark jobs move a few large Arrow batches per trigger, so the defaults favour low
 per-batch overhead over parallel shuffles: few shuffle partitions, no UI, no console progress
 bar, Arrow transfers on, WARN logging. File scans are configured so that **each input file is
-read whole by exactly one task** (``maxPartitionBytes`` and ``openCostInBytes`` huge): the rows
-of a Parquet file then arrive as one run (checked on the driver, with a fallback), and the row
-order inside a JSON/CSV/operations file is the order of ``monotonically_increasing_id()`` inside
-its partition, which is what makes the arrival order of elements deterministic (see
-:mod:`.sources`).
+read whole by exactly one task** (``maxPartitionBytes`` and ``openCostInBytes`` huge): the row
+order inside a JSON/CSV file is then the order of ``monotonically_increasing_id()`` inside its
+partition, which is what makes the arrival order of elements deterministic (Parquet and
+operation files travel whole anyway, see :mod:`.sources`).
 
 Starting a session costs 4-12 s on this machine; tests share one session per module.
 """
