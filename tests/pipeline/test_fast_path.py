@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from pipeline_helpers import canon, replay, run_outputs
 
 from vigil.engine import Engine
+from vigil.events import ERROR_COLUMN
 from vigil.pipeline.driver import SNAP_MAGIC, CheckpointError, DriverProcessor, RunConfig, run
-from vigil.pipeline.sources import SourceError, split_batch
+from vigil.pipeline.sources import split_batch
 from vigil.workloads.trades import trade_queries, trades, write_files
 
 
@@ -63,10 +64,17 @@ def test_whole_files_are_decoded_in_path_order(sizes, rnd, ops_at, n_op_files):
     assert names == sorted([f for f, _ in files] + [f for f, _ in ops])
 
 
-def test_a_file_that_is_not_parquet_is_named():
-    tbl = pa.table({"_file": ["file:/s/bad.parquet"], "_content": pa.array([b"not parquet"], pa.binary())})
-    with pytest.raises(SourceError, match="bad.parquet"):
-        split_batch(tbl)
+def test_a_file_that_is_not_parquet_becomes_one_rejected_row_naming_it():
+    good = _parquet(pa.table({"v": [1, 2]}))
+    tbl = pa.table({"_file": ["file:/s/a.parquet", "file:/s/bad.parquet"],
+                    "_content": pa.array([good, b"not parquet"], pa.binary())})
+    _, rows, _ = split_batch(tbl)
+    assert rows.column("v").to_pylist() == [1, 2, None]
+    assert rows.column(ERROR_COLUMN).to_pylist()[:2] == [None, None]
+    assert "bad.parquet is not a readable Parquet file" in rows.column(ERROR_COLUMN)[2].as_py()
+    eng = Engine(columns={"v"})
+    eng.process(rows)
+    assert eng.counts["rows_rejected"] == 1 and eng.counts["rows_applied"] == 2
 
 
 def test_full_paths_order_split_files_by_position():

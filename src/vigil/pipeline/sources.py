@@ -297,7 +297,8 @@ def split_batch(tbl: pa.Table, fmt: str = "parquet") -> tuple[list[str], pa.Tabl
 
 
 def _decode_files(tbl: pa.Table) -> tuple[pa.Table, list[str]]:
-    """(the rows of the Parquet files in ``tbl``'s ``_content``, in path order; the paths)."""
+    """(the rows of the Parquet files in ``tbl``'s ``_content``, in path order; the paths). A file
+    that cannot be read becomes one row whose ``__error__`` says why (rejected by the engine)."""
     names = tbl.column("_file").to_pylist()
     content = tbl.column("_content")
     order = sorted(range(len(names)), key=names.__getitem__)
@@ -305,8 +306,8 @@ def _decode_files(tbl: pa.Table) -> tuple[pa.Table, list[str]]:
     for i in order:
         try:
             parts.append(pq.read_table(pa.BufferReader(content[i].as_buffer())))
-        except (pa.ArrowInvalid, OSError) as e:
-            raise SourceError(f"{names[i]} is not a readable Parquet file: {e}") from None
+        except (pa.ArrowInvalid, OSError) as e:  # one rejected row says so; the run goes on
+            parts.append(pa.table({ERROR_COLUMN: [f"{names[i]} is not a readable Parquet file: {str(e)[:120]}"]}))
     if not parts:
         return pa.table({}), []
     try:
