@@ -77,6 +77,14 @@ def test_a_file_that_is_not_parquet_becomes_one_rejected_row_naming_it():
     assert eng.counts["rows_rejected"] == 1 and eng.counts["rows_applied"] == 2
 
 
+def test_a_file_whose_columns_clash_becomes_one_rejected_row_naming_it():
+    a, b = _parquet(pa.table({"v": [1.5]})), _parquet(pa.table({"v": ["text"]}))
+    tbl = pa.table({"_file": ["file:/s/a.parquet", "file:/s/b.parquet"], "_content": pa.array([a, b], pa.binary())})
+    _, rows, names = split_batch(tbl)
+    assert rows.column("v").to_pylist() == [1.5, None] and names == ["file:/s/a.parquet", "file:/s/b.parquet"]
+    assert "b.parquet: columns clash" in rows.column(ERROR_COLUMN)[1].as_py()
+
+
 def test_full_paths_order_split_files_by_position():
     # JSON/CSV rows: the path on every row, _row = position in the file (file A split in two)
     tbl = pa.table({"v": pa.array([13, 14, 20, 21, 10, 11, 12], pa.int64()),

@@ -47,7 +47,7 @@ import pyarrow.parquet as pq
 from vigil.events import ERROR_COLUMN, parse_jsonl_lines
 
 CORRUPT = "_corrupt_record"
-HELPER_COLUMNS = ("_kind", "_file", "_row", "_pos", "_op", "_line", "_content", CORRUPT)
+HELPER_COLUMNS = ("_file", "_row", "_pos", "_op", "_line", "_content", CORRUPT)
 BINARY_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 
 FORMATS = ("parquet", "json", "csv", "kafka")
@@ -298,23 +298,26 @@ def split_batch(tbl: pa.Table, fmt: str = "parquet") -> tuple[list[str], pa.Tabl
 
 def _decode_files(tbl: pa.Table) -> tuple[pa.Table, list[str]]:
     """(the rows of the Parquet files in ``tbl``'s ``_content``, in path order; the paths). A file
-    that cannot be read becomes one row whose ``__error__`` says why (rejected by the engine)."""
+    that cannot be read, or whose columns clash with the batch's earlier files (a column of
+    another type), becomes one row whose ``__error__`` says why: rejected by the engine, the run
+    goes on."""
     names = tbl.column("_file").to_pylist()
     content = tbl.column("_content")
     order = sorted(range(len(names)), key=names.__getitem__)
-    parts = []
+    rows = None
     for i in order:
         try:
-            parts.append(pq.read_table(pa.BufferReader(content[i].as_buffer())))
-        except (pa.ArrowInvalid, OSError) as e:  # one rejected row says so; the run goes on
-            parts.append(pa.table({ERROR_COLUMN: [f"{names[i]} is not a readable Parquet file: {str(e)[:120]}"]}))
-    if not parts:
-        return pa.table({}), []
-    try:
-        rows = pa.concat_tables(parts, promote_options="permissive")
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        raise SourceError(f"the Parquet files of a batch have incompatible columns: {e}") from None
-    return rows, [names[i] for i in order]
+            part = pq.read_table(pa.BufferReader(content[i].as_buffer()))
+        except (pa.ArrowInvalid, OSError) as e:
+            part = pa.table({ERROR_COLUMN: [f"{names[i]} is not a readable Parquet file: {str(e)[:120]}"]})
+        if rows is not None:
+            try:
+                part = pa.concat_tables([rows, part], promote_options="permissive")
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+                bad = pa.table({ERROR_COLUMN: [f"{names[i]}: columns clash with earlier files: {str(e)[:120]}"]})
+                part = pa.concat_tables([rows, bad], promote_options="permissive")
+        rows = part
+    return (pa.table({}) if rows is None else rows), [names[i] for i in order]
 
 
 def _user_columns(tbl: pa.Table, fmt: str = "parquet") -> pa.Table:
