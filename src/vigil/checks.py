@@ -66,7 +66,7 @@ def check_family(family: str, name: str, log: Log, cut: int | None = None) -> No
         expected = [r for r in expected if r["id"] not in skip]
         got = [r for r in got if r["id"] not in skip]
     if family == "quantiles":
-        _check_quantiles(log, expected, got)
+        _check_quantiles(log, expected, got, skip)
     elif family == "substream" and any(
         (op.get("query") or {}).get("epsilon") is not None for op in log.ops if op.get("op") == "register"
     ):
@@ -86,9 +86,13 @@ def _starts(log: Log) -> dict[str, int]:
     return {op["query"]["id"]: op.get("at", 0) for op in log.ops if op.get("op") == "register"}
 
 
-def _check_quantiles(log: Log, expected: list[dict], got: list[dict]) -> None:
+def _check_quantiles(log: Log, expected: list[dict], got: list[dict], skip: set[str] = frozenset()) -> None:
     from .quantiles.oracle import rank_error_ok
 
+    # update events (notify queries) differ between implementations: each is checked on its own
+    check_quantile_updates(log, got, skip)
+    expected = [r for r in expected if r["event"] != "update"]
+    got = [r for r in got if r["event"] != "update"]
     assert [(r["event"], r["id"], r["at"]) for r in got] == [(r["event"], r["id"], r["at"]) for r in expected]
     specs = {op["query"]["id"]: op["query"] for op in log.ops if op.get("op") == "register"}
     starts = _starts(log)
@@ -106,6 +110,59 @@ def _check_quantiles(log: Log, expected: list[dict], got: list[dict]) -> None:
         eps = max(q["epsilon"], log.quantile_epsilon)
         ans = math.nan if g["value"] is None else g["value"]
         assert rank_error_ok(window, ans, q["phi"], eps), (g, sorted(window.tolist()), eps)
+
+
+def check_quantile_updates(log: Log, got: list[dict], skip: set[str] = frozenset()) -> None:
+    """The notify contract (docs/contract.md), replayed element by element: a notify query's
+    updates start at its first element, each carries a value different from the previous one, and
+    at every position from its first element until it ends the latest value is a valid answer
+    over the query's window (within max(eps_q, summary eps)*N + 1 of rank max(1, ceil(phi*N)));
+    queries without notify get no update. Rows of the stream are assumed to have seq = row + 1."""
+    from .quantiles.oracle import rank_error_ok
+
+    specs = {op["query"]["id"]: op["query"] for op in log.ops if op.get("op") == "register"}
+    starts = _starts(log)
+    ends: dict[str, int] = {}
+    for op in log.ops:
+        if op.get("op") == "terminate" and op["id"] in specs:
+            ends.setdefault(op["id"], op.get("at", 0))
+    # queries whose registration was rejected (a lookup after the end is rejected too: not those)
+    applied = {r["id"] for r in got if r["event"] == "rejected" and "is not alive" not in (r.get("reason") or "")}
+    applied |= set(skip)
+    n_rows = log.stream.num_rows
+    ups: dict[str, list[tuple[int, float]]] = {}
+    for r in got:
+        if r["event"] == "update":
+            ups.setdefault(r["id"], []).append((r["at"], math.nan if r["value"] is None else r["value"]))
+    for qid, q in specs.items():
+        if qid in applied:
+            continue
+        u = ups.get(qid, [])
+        if not q.get("notify"):
+            assert not u, f"{qid}: updates for a query without notify"
+            continue
+        start = starts[qid]
+        end = min(ends.get(qid, n_rows), n_rows)
+        if start >= end:
+            assert not u, f"{qid}: updates but no element in its life"
+            continue
+        assert u and u[0][0] == start + 1, f"{qid}: first update {u[:1]} is not at its first element {start + 1}"
+        ats = [a for a, _ in u]
+        assert ats == sorted(set(ats)), f"{qid}: several updates at one position or out of order: {ats}"
+        assert all(a <= end for a in ats), f"{qid}: update after its end {end}"
+        for (_, v0), (_, v1) in zip(u, u[1:], strict=False):
+            assert v0 != v1, f"{qid}: an update repeats the value {v1}"
+        vals, ok = _column(log.stream, q["column"])
+        eps = max(q["epsilon"], log.quantile_epsilon)
+        k = 0
+        for n in range(start + 1, end + 1):
+            while k + 1 < len(u) and u[k + 1][0] <= n:
+                k += 1
+            lo = start + 1
+            if q.get("rows"):
+                lo = max(lo, n - q["rows"] + 1)
+            window = vals[lo - 1:n][ok[lo - 1:n]]
+            assert rank_error_ok(window, u[k][1], q["phi"], eps), (qid, n, u[k], sorted(window.tolist()), eps)
 
 
 def _check_substream(log: Log, expected: list[dict], got: list[dict]) -> None:
@@ -307,6 +364,8 @@ def quantile_logs(draw, max_rows: int = 40) -> Log:
                              "epsilon": draw(st.sampled_from([0.01, 0.05, 0.1]))}
         if draw(st.booleans()):
             q["rows"] = draw(st.integers(1, 15))
+        if draw(st.booleans()):
+            q["notify"] = True
         return q
 
     return Log(pa.table({"v": pa.array(v, pa.int64())}), _ops_strategy(draw, n, make, lookups=True),

@@ -12,6 +12,8 @@ import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from .cliutil import parse_algos  # noqa: E402,F401  (re-exported: vigil.cli.parse_algos)
+
 app = typer.Typer(help="vigil: millions of standing queries over data streams.", no_args_is_help=True)
 console = Console(stderr=True)
 
@@ -20,22 +22,6 @@ console = Console(stderr=True)
 def main() -> None:
     """vigil: range-thresholding triggers, shared window aggregates, continuous joins and
     quantiles over streams, with millions of standing queries."""
-
-
-def parse_algos(algo: list[str] | None) -> dict[str, str]:
-    from . import registry
-
-    out: dict[str, str] = {}
-    for a in algo or []:
-        if "=" not in a:
-            raise typer.BadParameter(f"--algo takes FAMILY=NAME, got {a!r}")
-        fam, name = a.split("=", 1)
-        try:
-            registry.resolve(fam, name)
-        except KeyError as e:
-            raise typer.BadParameter(str(e.args[0])) from None
-        out[fam] = name
-    return out
 
 
 def summary_table(title: str, counts: dict, out_counts: dict, elapsed: float) -> Table:

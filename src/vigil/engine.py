@@ -1,20 +1,17 @@
-"""The Engine: routes query operations and stream elements, in exact ``at`` order, to the family
-operators, grouped by signature; turns their numpy answers into output events.
+"""The Engine: routes query operations and stream elements, in exact ``at`` order, to the query
+families' groups; names no family (docs/architecture.md).
 
 Order (DESIGN.md): an operation with ``at = n`` applies after every element with seq <= n and
 before the first element with seq > n; operations with equal ``at`` apply in arrival order. The
 engine cuts each batch into segments at pending operations' ``at`` and pushes each segment to every
 group as one numpy batch, so per-element cost stays inside the operators.
 
-Groups (one operator instance each):
-- threshold: (range columns, weight column, equality keys) -> ThresholdOperator(d)
-- windows:   (column, agg, time column or rows)            -> WindowOperator
-- substream: (key column, value column, agg, time column)  -> SubstreamOperator
-- joins:     (kind, relations, join columns, range columns, time column) -> JoinOperator
-- quantiles: (column, rows window)                          -> QuantileOperator
-A group whose last query leaves is dropped (every query counts only elements after its
-registration), except join groups: join state is the stream itself (a pair can join an old tuple),
-so the engine keeps the rows of relations and a new join group starts from them.
+Groups: each family's adapter (``vigil/<family>/group.py``, a :class:`vigil.group.Group`, found
+through ``vigil.registry.ADAPTERS``) says how its queries are grouped (one operator instance per
+signature), which rows they see and which columns they check, how rows feed the operator and how
+answers become events. A group whose last query leaves is dropped (every query counts only
+elements after its registration), unless it ``keeps_history`` (joins: a pair can join an old
+tuple, so the engine keeps the rows of relations and a new join group starts from them).
 
 Validation: a row is checked only against the columns referenced by the groups with alive queries
 that can see it (threshold: rows matching the equality keys; joins: rows of the group's relations).
@@ -35,485 +32,21 @@ from __future__ import annotations
 
 import bisect
 import json
-import math
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import registry
 from .errors import Unsupported
-from .events import (
-    ERROR_COLUMN,
-    OUTPUT_SCHEMA,
-    key_column,
-    key_equals,
-    numeric_column,
-    seq_column,
-    weight_column,
-)
-from .specs import (
-    BandJoinSpec,
-    QuantileSpec,
-    SelectJoinSpec,
-    SpecError,
-    SubstreamFilterSpec,
-    ThresholdSpec,
-    WindowAggregateSpec,
-    WindowJoinSpec,
-    parse_query,
-)
-from .state import pack, unpack
+from .events import ERROR_COLUMN, OUTPUT_SCHEMA, seq_column
+from .group import Cols, Group, Segment, monotone
+from .specs import SpecError, parse_query
+from .state import bytes_table, pack, table_bytes, unpack
 
-# event codes used while a segment's outputs are sorted
-_EV_NAMES = ["rejected", "matured", "join", "affected"]
-_EV = {n: i for i, n in enumerate(_EV_NAMES)}
+# how the reasons of registers refused after a valid spec begin (sharded mode frees their ids)
+REFUSALS = ("unsupported by ", "the stream has no column ")
 _OP_FIELDS = {"register": {"op", "at", "query"}, "terminate": {"op", "at", "id"}, "lookup": {"op", "at", "id"}}
-
-
-class _Cols:
-    """Per-batch cache of column extractions: (column, kind) -> (values, {row: reason})."""
-
-    def __init__(self, table: pa.Table) -> None:
-        self.table = table
-        self.cache: dict[tuple[str, str], tuple[np.ndarray, dict[int, str]]] = {}
-
-    def get(self, col: str, kind: str) -> tuple[np.ndarray, dict[int, str]]:
-        k = (col, kind)
-        if k not in self.cache:
-            if kind == "weight":
-                self.cache[k] = weight_column(self.table, col)
-            elif kind == "key":
-                self.cache[k] = key_column(self.table, col)
-            else:
-                self.cache[k] = numeric_column(self.table, col)
-        return self.cache[k]
-
-    def bad(self, col: str, kind: str) -> tuple[np.ndarray, list[str]]:
-        """The rows of ``col`` that fail ``kind`` (ascending) and their reasons."""
-        k = (col, "bad:" + kind)
-        if k not in self.cache:
-            reasons = self.get(col, kind)[1]
-            rows = sorted(reasons)
-            self.cache[k] = (np.array(rows, np.int64), [reasons[r] for r in rows])
-        return self.cache[k]
-
-    def equals(self, col: str, value: Any) -> np.ndarray:
-        k = (col, "eq:" + json.dumps(value))
-        if k not in self.cache:
-            self.cache[k] = (key_equals(self.table, col, value), {})
-        return self.cache[k][0]
-
-
-class _Segment:
-    """Element outputs of one segment, sorted before they are emitted."""
-
-    def __init__(self) -> None:
-        self.parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self.reasons: list[tuple[int, str]] = []  # (at, reason) of rejected rows
-
-    def add(self, ev: str, qids: np.ndarray, at: np.ndarray, r=None, s=None) -> None:
-        if len(qids):
-            k = len(qids)
-            none = np.full(k, -1, np.int64)
-            self.parts.append(
-                (_EV[ev], np.asarray(qids, np.int64), np.asarray(at, np.int64),
-                 none if r is None else np.asarray(r, np.int64), none if s is None else np.asarray(s, np.int64))
-            )
-
-    def drop_after(self, ends: dict[int, int]) -> None:
-        """Drop the outputs of query q at positions after ``ends[q]`` (its termination)."""
-        qs = np.fromiter(ends.keys(), np.int64, len(ends))
-        ts = np.fromiter(ends.values(), np.int64, len(ends))
-        order = np.argsort(qs)
-        qs, ts = qs[order], ts[order]
-        parts = []
-        for ev, qid, at, r, s in self.parts:
-            pos = np.minimum(np.searchsorted(qs, qid), len(qs) - 1)
-            keep = ~((qs[pos] == qid) & (at > ts[pos]))
-            if not keep.all():
-                qid, at, r, s = qid[keep], at[keep], r[keep], s[keep]
-            if len(qid):
-                parts.append((ev, qid, at, r, s))
-        self.parts = parts
-
-
-# ----------------------------------------------------------------------------- groups
-
-
-class _Group:
-    family = ""
-    keeps_history = False  # join groups persist without queries
-
-    def __init__(self, engine: Engine, params: dict[str, Any]) -> None:
-        self.engine = engine
-        self.params = params
-        self.qids: set[int] = set()
-        self.t_last = -math.inf
-
-    # which rows this group sees, and which columns it checks on them
-    def checks(self, cols: _Cols, idx: np.ndarray) -> list[tuple[np.ndarray | None, list[tuple[str, str]]]]:
-        raise NotImplementedError
-
-    def time_column(self) -> str | None:
-        return None
-
-    def part_tag(self) -> str | None:
-        """The ownership tag of :class:`Partial` that restricts the rows this group is fed."""
-        return None
-
-    def terminate_many(self, qids: list[int]) -> None:
-        for q in qids:
-            self.terminate(q)
-
-    def visible(self, cols: _Cols, idx: np.ndarray) -> np.ndarray:
-        vis = np.zeros(len(idx), bool)
-        for mask, _ in self.checks(cols, idx):
-            vis |= True if mask is None else mask
-        return vis
-
-    def state(self) -> dict[str, Any]:
-        return {"op": self.op.state(), "t_last": self.t_last}
-
-    def load(self, s: dict[str, Any]) -> None:
-        self.op = type(self.op).from_state(s["op"])
-        self.t_last = s["t_last"]
-
-
-class _ThresholdGroup(_Group):
-    family = "threshold"
-
-    @staticmethod
-    def params_of(spec: ThresholdSpec) -> dict[str, Any]:
-        return {"cols": list(spec.range_columns()), "weight": spec.weight, "keys": [list(kv) for kv in spec.key_items()]}
-
-    def __init__(self, engine: Engine, params: dict[str, Any]) -> None:
-        super().__init__(engine, params)
-        self.op = engine.impl("threshold")(len(params["cols"]))
-
-    def checks(self, cols, idx):
-        mask = None
-        for col, value in self.params["keys"]:
-            m = cols.equals(col, value)[idx]
-            mask = m if mask is None else mask & m
-        refs = [(c, "num") for c in self.params["cols"]]
-        if self.params["weight"]:
-            refs.append((self.params["weight"], "weight"))
-        return [(mask, refs)]
-
-    def register(self, qid: int, spec: ThresholdSpec, start: int) -> None:
-        # registrations are buffered and handed to the operator as one batch (a million
-        # registrations at one position become one register() call)
-        lo, hi = spec.bounds()
-        self._reg = getattr(self, "_reg", [])
-        self._reg.append((qid, lo, hi, spec.threshold))
-
-    def _flush(self) -> None:
-        reg = getattr(self, "_reg", None)
-        if reg:
-            self._reg = []
-            d = len(self.params["cols"])
-            self.op.register(
-                np.array([r[0] for r in reg], np.int64),
-                np.array([r[1] for r in reg], float).reshape(-1, d),
-                np.array([r[2] for r in reg], float).reshape(-1, d),
-                np.array([r[3] for r in reg], np.int64),
-            )
-
-    def terminate(self, qid: int) -> None:
-        self.terminate_many([qid])
-
-    def terminate_many(self, qids: list[int]) -> None:
-        self._flush()
-        self.op.terminate(np.array(qids, np.int64))
-
-    def state(self):
-        self._flush()
-        return super().state()
-
-    def feed(self, cols: _Cols, rows: np.ndarray, seqs: np.ndarray, seg: _Segment) -> None:
-        self._flush()
-        pts = np.empty((len(rows), len(self.params["cols"])), np.float64)
-        for j, c in enumerate(self.params["cols"]):
-            pts[:, j] = cols.get(c, "num")[0][rows]
-        w = cols.get(self.params["weight"], "weight")[0][rows] if self.params["weight"] else np.ones(len(rows), np.int64)
-        q, off = self.op.push(pts, w)
-        if len(q):
-            seg.add("matured", q, seqs[off])
-            for qid in q.tolist():
-                self.engine._gone(qid)
-
-
-class _WindowGroup(_Group):
-    family = "windows"
-
-    @staticmethod
-    def params_of(spec: WindowAggregateSpec) -> dict[str, Any]:
-        return {"agg": spec.agg, "column": spec.column, "time_column": spec.tcol}
-
-    def __init__(self, engine: Engine, params: dict[str, Any]) -> None:
-        super().__init__(engine, params)
-        self.op = engine.impl("windows")(params["agg"], params["time_column"] is not None)
-
-    def time_column(self):
-        return self.params["time_column"]
-
-    def checks(self, cols, idx):
-        refs = [(self.params["column"], "num")] if self.params["column"] else []
-        if self.params["time_column"]:
-            refs.append((self.params["time_column"], "time"))
-        return [(None, refs)]
-
-    def register(self, qid, spec, start):
-        self.op.register(qid, spec, start)
-
-    def terminate(self, qid):
-        self.op.terminate(qid)
-
-    def feed(self, cols, rows, seqs, seg):
-        col = self.params["column"]
-        vals = cols.get(col, "num")[0][rows] if col else np.ones(len(rows))
-        times = None
-        if self.params["time_column"]:
-            times = cols.get(self.params["time_column"], "time")[0][rows]
-            if len(times):
-                self.t_last = float(times[-1])
-        self.op.push(vals, seqs, times)
-
-    def lookup(self, qid: int, n: int) -> tuple[float | None, list[str] | None]:
-        v = float(self.op.lookup(np.array([qid], np.int64), n, self.t_last)[0])
-        return (None if math.isnan(v) else v), None
-
-
-class _Codes:
-    """Dictionary encoding of key values (text) to int64 codes, shared by a group's operator."""
-
-    def __init__(self, values: list[str] | None = None) -> None:
-        self.values: list[str] = list(values or [])
-        self.code = {v: i for i, v in enumerate(self.values)}
-
-    def encode(self, keys: np.ndarray) -> np.ndarray:
-        out = np.empty(len(keys), np.int64)
-        for i, k in enumerate(keys.tolist()):
-            c = self.code.get(k)
-            if c is None:
-                c = self.code[k] = len(self.values)
-                self.values.append(k)
-            out[i] = c
-        return out
-
-
-class _SubstreamGroup(_Group):
-    family = "substream"
-
-    @staticmethod
-    def params_of(spec: SubstreamFilterSpec) -> dict[str, Any]:
-        return {"agg": spec.agg, "column": spec.column, "key": spec.key, "time_column": spec.time_column}
-
-    def __init__(self, engine, params):
-        super().__init__(engine, params)
-        self.op = engine.impl("substream")(params["agg"])
-        self.codes = _Codes()
-
-    def time_column(self):
-        return self.params["time_column"]
-
-    def part_tag(self):
-        return "key:" + self.params["key"]
-
-    def checks(self, cols, idx):
-        refs = [(self.params["key"], "key"), (self.params["time_column"], "time")]
-        if self.params["column"]:
-            refs.append((self.params["column"], "num"))
-        return [(None, refs)]
-
-    def register(self, qid, spec, start):
-        self.op.register(qid, spec, start)
-
-    def terminate(self, qid):
-        self.op.terminate(qid)
-
-    def feed(self, cols, rows, seqs, seg):
-        col = self.params["column"]
-        vals = cols.get(col, "num")[0][rows] if col else np.ones(len(rows))
-        times = cols.get(self.params["time_column"], "time")[0][rows]
-        if len(times):
-            self.t_last = float(times[-1])
-        keys = self.codes.encode(cols.get(self.params["key"], "key")[0][rows])
-        self.op.push(vals, times, keys, seqs)
-
-    def lookup(self, qid, n):
-        t_now = self.engine._t_now(self.params["time_column"], n, self.t_last)
-        codes = self.op.lookup(np.array([qid], np.int64), n, t_now)[0]
-        return None, sorted(self.codes.values[int(c)] for c in codes)
-
-    def state(self):
-        return {**super().state(), "codes": self.codes.values}
-
-    def load(self, s):
-        super().load(s)
-        self.codes = _Codes(s["codes"])
-
-
-class _JoinGroup(_Group):
-    family = "joins"
-    keeps_history = True
-
-    @staticmethod
-    def params_of(spec) -> dict[str, Any]:
-        kind = {"band_join": "band", "select_join": "select", "window_join": "window"}[spec.type]
-        p = {"kind": kind, "left": spec.left, "right": spec.right, "left_on": spec.left_on, "right_on": spec.right_on}
-        if kind != "band":
-            p["left_cols"] = sorted(spec.left_range)
-            p["right_cols"] = sorted(spec.right_range)
-        if kind == "window":
-            p["time_column"] = spec.time_column
-        return p
-
-    def __init__(self, engine, params):
-        super().__init__(engine, params)
-        self.op = engine.impl("joins")(params["kind"], engine.join_output)
-        self.codes = _Codes()
-        self.key_kind = "num" if params["kind"] == "band" else "key"
-
-    def _refs(self, side: str) -> list[tuple[str, str]]:
-        p = self.params
-        refs = [(p[f"{side}_on"], self.key_kind)] + [(c, "num") for c in p.get(f"{side}_cols", [])]
-        if p.get("time_column"):
-            refs.append((p["time_column"], "time"))
-        return refs
-
-    def time_column(self):
-        return self.params.get("time_column")
-
-    def part_tag(self):
-        p = self.params
-        if p["kind"] == "band":
-            return "rel"
-        return "join:" + "\x1f".join([p["left"], p["left_on"], p["right"], p["right_on"]])
-
-    def checks(self, cols, idx):
-        rel = cols.get("rel", "key")[0][idx]
-        return [(rel == self.params[side], self._refs(side)) for side in ("left", "right")]
-
-    def register(self, qid, spec, start):
-        self.op.register(qid, spec)
-
-    def terminate(self, qid):
-        self.op.terminate(qid)
-
-    def feed(self, cols, rows, seqs, seg):
-        if not len(rows):
-            return
-        rel = cols.get("rel", "key")[0][rows]
-        side = np.where(rel == self.params["left"], 0, 1)
-        cut = np.flatnonzero(np.diff(side)) + 1
-        for a, b in zip(np.r_[0, cut], np.r_[cut, len(rows)], strict=True):
-            sname = "left" if side[a] == 0 else "right"
-            r = rows[a:b]
-            p = self.params
-            if self.key_kind == "num":
-                key = cols.get(p[f"{sname}_on"], "num")[0][r]
-            else:
-                key = self.codes.encode(cols.get(p[f"{sname}_on"], "key")[0][r])
-            names = p.get(f"{sname}_cols", [])
-            attrs = np.empty((len(r), len(names)), np.float64)
-            for j, c in enumerate(names):
-                attrs[:, j] = cols.get(c, "num")[0][r]
-            times = cols.get(p["time_column"], "time")[0][r] if p.get("time_column") else None
-            if times is not None:
-                self.t_last = float(times[-1])
-            q, x, y = self.op.insert(sname, seqs[a:b], key, attrs, times)
-            if len(q):
-                if self.engine.join_output == "affected":
-                    seg.add("affected", q, x)
-                else:
-                    seg.add("join", q, np.maximum(x, y), x, y)
-
-    def bootstrap(self, history: list[pa.Table]) -> None:
-        """Store the relations' earlier rows (no query is alive yet, so nothing is output)."""
-        for t in history:
-            cols = _Cols(t)
-            idx = np.arange(t.num_rows)
-            seqs = np.asarray(t.column("seq").to_numpy(zero_copy_only=False), np.int64)
-            ok = self._ok_rows(cols, idx)
-            self.feed(cols, idx[ok], seqs[ok], _Segment())
-
-    def _ok_rows(self, cols: _Cols, idx: np.ndarray) -> np.ndarray:
-        ok = np.zeros(len(idx), bool)
-        for mask, refs in self.checks(cols, idx):
-            m = mask.copy()
-            for col, kind in refs:
-                for r in cols.get(col, kind)[1]:
-                    pos = np.searchsorted(idx, r)
-                    if pos < len(idx) and idx[pos] == r:
-                        m[pos] = False
-            ok |= m
-        if self.time_column():
-            t = cols.get(self.time_column(), "time")[0][idx]
-            ok &= _monotone(t, ok, self.t_last)
-        return ok
-
-    def state(self):
-        return {**super().state(), "codes": self.codes.values}
-
-    def load(self, s):
-        super().load(s)
-        self.codes = _Codes(s["codes"])
-
-
-class _QuantileGroup(_Group):
-    family = "quantiles"
-
-    @staticmethod
-    def params_of(spec: QuantileSpec) -> dict[str, Any]:
-        return {"column": spec.column, "rows": spec.rows}
-
-    def __init__(self, engine, params):
-        super().__init__(engine, params)
-        self.op = engine.impl("quantiles")(engine.quantile_epsilon, params["rows"])
-
-    def part_tag(self):
-        return "seq"
-
-    def checks(self, cols, idx):
-        return [(None, [(self.params["column"], "num")])]
-
-    def register(self, qid, spec, start):
-        self.op.register(qid, float(spec.phi), float(spec.epsilon), start)
-
-    def terminate(self, qid):
-        self.op.terminate(qid)
-
-    def feed(self, cols, rows, seqs, seg):
-        self.op.push(cols.get(self.params["column"], "num")[0][rows], seqs)
-
-    def lookup(self, qid, n):
-        v = float(self.op.lookup(np.array([qid], np.int64), n)[0])
-        return (None if math.isnan(v) else v), None
-
-    def summary(self, qid: int, n: int) -> np.ndarray:
-        return self.op.summary(qid, n)
-
-
-_GROUPS: dict[type, type[_Group]] = {
-    ThresholdSpec: _ThresholdGroup,
-    WindowAggregateSpec: _WindowGroup,
-    SubstreamFilterSpec: _SubstreamGroup,
-    BandJoinSpec: _JoinGroup,
-    SelectJoinSpec: _JoinGroup,
-    WindowJoinSpec: _JoinGroup,
-    QuantileSpec: _QuantileGroup,
-}
-_GROUP_BY_FAMILY = {g.family: g for g in _GROUPS.values()}
-
-
-def _monotone(t: np.ndarray, ok: np.ndarray, t_last: float) -> np.ndarray:
-    """Rows (among ok) whose time is not below every earlier ok time (and t_last)."""
-    tt = np.where(ok, t, -np.inf)
-    prev = np.maximum.accumulate(np.r_[t_last, tt[:-1]]) if len(tt) else tt
-    return ~ok | (t >= prev)
 
 
 # ----------------------------------------------------------------------------- sharded-mode hook
@@ -575,7 +108,7 @@ class Engine:
         self.specs: list[str] = []  # qid -> spec as JSON (encoded once, at registration)
         self.by_id: dict[str, int] = {}
         self.where: dict[int, str] = {}  # alive qid -> group key
-        self.groups: dict[str, _Group] = {}
+        self.groups: dict[str, Group] = {}
         self.pending: list[tuple[int, int, dict]] = []  # (at, arrival, op), sorted
         self.arrival = 0
         self.history: list[pa.Table] = []  # rows of relations, for join groups created later
@@ -608,7 +141,7 @@ class Engine:
         self.counts["ops_rejected"] += 1
         self._emit("rejected", None, at, reason=reason, ident=ident if isinstance(ident, str) else None)
 
-    def _owned(self, g: _Group, vis: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    def _owned(self, g: Group, vis: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Partial hook: restrict a group's visible rows to those its shard owns."""
         if self.partial is not None:
             own = self.partial.own.get(g.part_tag())
@@ -725,9 +258,10 @@ class Engine:
                 return self._reject_op(at, ident, str(e))
             if spec.id in self.by_id:
                 return self._reject_op(at, spec.id, f"id: duplicate id {spec.id!r} (ids are unique per run)")
-            if spec.family == "joins" and self.columns is not None and "rel" not in self.columns:
-                return self._reject_op(at, spec.id, "join queries need a 'rel' column in the stream")
-            gcls = _GROUPS[type(spec)]
+            gcls = registry.adapter(spec.family)
+            missing = [c for c in gcls.stream_columns if self.columns is not None and c not in self.columns]
+            if missing:
+                return self._reject_op(at, spec.id, f"{REFUSALS[1]}{missing[0]!r}, which {spec.family} queries need")
             params = gcls.params_of(spec)
             key = json.dumps([gcls.family, params], sort_keys=True)
             qid = len(self.ids)
@@ -735,7 +269,7 @@ class Engine:
                 g = self.groups.get(key)
                 if g is None:
                     g = gcls(self, params)
-                    if isinstance(g, _JoinGroup):
+                    if g.keeps_history:
                         g.bootstrap(self.history)
                 g.register(qid, spec, n)
             except Unsupported as e:
@@ -767,7 +301,7 @@ class Engine:
         g = self.groups[key]
         if not hasattr(g, "lookup"):
             return self._reject_op(at, ident, f"lookup is not defined for {g.family} queries (they push events)")
-        if self.partial is not None and self.partial.summaries is not None and isinstance(g, _QuantileGroup):
+        if self.partial is not None and self.partial.summaries is not None and hasattr(g, "summary"):
             self.partial.summaries.append((at, ident, float(json.loads(self.specs[qid])["phi"]), g.summary(qid, n)))
             self.counts["ops_applied"] += 1
             return None
@@ -790,7 +324,7 @@ class Engine:
         returns the output events produced since the last call."""
         n = batch.num_rows
         self.counts["rows_in"] += n
-        cols = _Cols(batch)
+        cols = Cols(batch)
         if "seq" in batch.column_names:
             seqs, bad = seq_column(batch)
             prev = np.maximum.accumulate(np.r_[self.position, seqs[:-1]]) if n else seqs
@@ -872,7 +406,7 @@ class Engine:
         for at, reason in items:
             self._emit("rejected", None, at, reason=reason)
 
-    def _segment(self, cols: _Cols, idx: np.ndarray, seqs: np.ndarray, prebad: dict[int, str],
+    def _segment(self, cols: Cols, idx: np.ndarray, seqs: np.ndarray, prebad: dict[int, str],
                  terms: list[tuple[int, int, dict]] = ()) -> None:
         """Feed rows ``idx`` (seqs ``seqs``) to every group, then apply ``terms``: terminations
         (see :meth:`_deferrable`) with ``at`` inside the segment; the outputs of their queries
@@ -885,7 +419,7 @@ class Engine:
         hangs on them (flagged first by a threshold group, or failing a time check) therefore
         starts a new run: the rows before it are fed first (:meth:`_judge`). Streams without
         such rows are fed in one run."""
-        seg = _Segment()
+        seg = Segment()
         ends: dict[int, int] = {}
         for at, _, op in reversed(terms):  # the first termination of a query wins
             ends[self.by_id[op["id"]]] = at
@@ -916,9 +450,11 @@ class Engine:
         self._terminate_all(terms[done:])
         if ends and seg.parts:
             seg.drop_after(ends)
-        self._flush_segment(seg)
+        t = seg.table(self.ids, self.out_counts)
+        if t is not None:
+            self._out.append({"__table__": t})
 
-    def _judge(self, cols: _Cols, idx: np.ndarray, s: int, e: int,
+    def _judge(self, cols: Cols, idx: np.ndarray, s: int, e: int,
                prebad: dict[int, str]) -> tuple[int, dict[int, str], np.ndarray]:
         """(c, bad, ok) for rows ``idx[s:e]``: rows ``s..c-1`` are judged with the state at
         ``s`` and are final (row ``s`` always is); ``bad``: offset from ``s`` -> reason, ``ok``
@@ -933,7 +469,7 @@ class Engine:
         c = len(sub)
         groups = [g for g in self.groups.values() if g.qids]
         for g in groups:
-            may_end = g.family == "threshold"  # its queries end by maturity inside a segment
+            may_end = g.ends_inside_segment
             for mask, refs in g.checks(cols, sub):
                 for col, kind in refs:
                     rows, reasons = cols.bad(col, kind)
@@ -956,7 +492,7 @@ class Engine:
             if tcol:
                 vis = self._owned(g, g.visible(cols, sub), sub) & ok
                 t = cols.get(tcol, "time")[0][sub]
-                back = np.flatnonzero(~_monotone(t, vis, g.t_last)).tolist()
+                back = np.flatnonzero(~monotone(t, vis, g.t_last)).tolist()
                 if back and back[0] == 0:
                     bad[0] = f"time column {tcol!r} went backwards ({t[0]} after {g.t_last})"
                     ok[0] = False
@@ -977,45 +513,6 @@ class Engine:
             keep = rows[rel_ok]
             hist = batch.take(pa.array(keep)).drop_columns([c for c in ("seq", ERROR_COLUMN) if c in batch.column_names])
             self.history.append(hist.append_column("seq", pa.array(seqs[rel_ok], pa.int64())))
-
-    def _flush_segment(self, seg: _Segment) -> None:
-        """The segment's element outputs and rejected rows, as one table in position order."""
-        tables = []
-        if seg.parts:
-            ev = np.concatenate([np.full(len(p[1]), p[0], np.int64) for p in seg.parts])
-            qid, at, r, s = (np.concatenate([p[k] for p in seg.parts]) for k in (1, 2, 3, 4))
-            o = np.lexsort((s, r, qid, ev, at))
-            for code in np.unique(ev):
-                self.out_counts[_EV_NAMES[code]] = self.out_counts.get(_EV_NAMES[code], 0) + int((ev == code).sum())
-            ev, qid, at, r, s = ev[o], qid[o], at[o], r[o], s[o]
-            tables.append(pa.table(
-                {
-                    "event": pa.array([_EV_NAMES[e] for e in ev.tolist()], pa.string()),
-                    "id": pa.array([self.ids[q] for q in qid.tolist()], pa.string()),
-                    "at": pa.array(at, pa.int64()),
-                    "value": pa.nulls(len(o), pa.float64()),
-                    "keys": pa.nulls(len(o), pa.list_(pa.string())),
-                    "r": pa.array(np.where(r >= 0, r, 0), pa.int64(), mask=r < 0),
-                    "s": pa.array(np.where(s >= 0, s, 0), pa.int64(), mask=s < 0),
-                    "reason": pa.nulls(len(o), pa.string()),
-                },
-                schema=OUTPUT_SCHEMA,
-            ))
-        if seg.reasons:
-            k = len(seg.reasons)
-            self.out_counts["rejected"] = self.out_counts.get("rejected", 0) + k
-            tables.append(pa.table(
-                {"event": pa.array(["rejected"] * k, pa.string()), "id": pa.nulls(k, pa.string()),
-                 "at": pa.array([a for a, _ in seg.reasons], pa.int64()), "value": pa.nulls(k, pa.float64()),
-                 "keys": pa.nulls(k, pa.list_(pa.string())), "r": pa.nulls(k, pa.int64()),
-                 "s": pa.nulls(k, pa.int64()), "reason": pa.array([r for _, r in seg.reasons], pa.string())},
-                schema=OUTPUT_SCHEMA,
-            ))
-        if len(tables) == 2:  # a rejected row has no outputs at its position: no ties
-            t = pa.concat_tables(tables)
-            tables = [t.take(pc.sort_indices(t, [("at", "ascending")]))]
-        if tables:
-            self._out.append({"__table__": tables[0]})
 
     def finish(self) -> pa.Table:
         """End of input: apply every pending operation (after the last element)."""
@@ -1047,11 +544,7 @@ class Engine:
             raise RuntimeError("take_outputs() before snapshot(): outputs would be lost")
         hist = b""
         if self.history:
-            sink = pa.BufferOutputStream()
-            t = pa.concat_tables(self.history, promote_options="permissive")
-            with pa.ipc.new_stream(sink, t.schema) as w:
-                w.write_table(t)
-            hist = sink.getvalue().to_pybytes()
+            hist = table_bytes(pa.concat_tables(self.history, promote_options="permissive"))
         return pack(
             {
                 "version": 2,
@@ -1094,7 +587,7 @@ class Engine:
         eng.where = {int(q): k for q, k in json.loads(s["where"])}
         for gs in s["groups"]:
             family, params = json.loads(gs["key"])
-            g = _GROUP_BY_FAMILY[family](eng, params)
+            g = registry.adapter(family)(eng, params)
             g.load(gs["state"])
             g.qids = set(gs["qids"].tolist())
             eng.groups[gs["key"]] = g
@@ -1104,6 +597,5 @@ class Engine:
         eng.counts = dict(s["counts"])
         eng.out_counts = dict(s["out_counts"])
         if len(s["history"]):
-            with pa.ipc.open_stream(pa.py_buffer(s["history"].tobytes())) as r:
-                eng.history = [r.read_all()]
+            eng.history = [bytes_table(s["history"].tobytes())]
         return eng

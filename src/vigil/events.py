@@ -121,7 +121,7 @@ def output_rows(table: pa.Table) -> list[dict[str, Any]]:
     for row in table.to_pylist():
         ev = row["event"]
         d: dict[str, Any] = {"event": ev, "id": row["id"], "at": row["at"]}
-        if ev == "answer":
+        if ev in ("answer", "update"):  # update: a notify quantile query's pushed value
             if row["keys"] is not None:
                 d["value"] = row["keys"]
             else:
@@ -166,64 +166,112 @@ def read_outputs(path: str | Path) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- column extraction
 
+#: The numbers vigil accepts in a numeric column (values, weights, time columns): finite, with
+#: |v| <= 2^53. Every operator works in float64, which holds every integer exactly only up to
+#: 2^53: 2^53 + 1 would silently become 2^53, so a larger magnitude is rejected row by row (the
+#: same bound for integers and floats, whatever type a reader inferred for the column: a JSON or
+#: CSV reader reads 2^60 + 1 as an integer or as a double depending on the column's other values).
+MAX_ABS = 2**53
+SEQ_MAX = 2**63 - 1  # seq is read as an exact integer (int64)
+
 
 def _bad(reasons: dict[int, str], idx: np.ndarray, msg: str) -> None:
     for i in idx.tolist():
         reasons.setdefault(i, msg)
 
 
+def _too_big(name: str, v) -> str:
+    return (f"column {name!r} holds {v}: beyond |v| <= 2^53 = {MAX_ABS}, the range vigil accepts "
+            "(it computes in float64, exact for integers only up to 2^53)")
+
+
+def _as_float(col: pa.Array, t: pa.DataType) -> np.ndarray:
+    """float64 values of a numeric column (nulls as NaN), exact for every |v| <= 2^53."""
+    if pa.types.is_integer(t):
+        ints = pc.fill_null(col, 0).to_numpy(zero_copy_only=False)
+        big = (ints > MAX_ABS) | ((ints < -MAX_ABS) if pa.types.is_signed_integer(t) else False)
+        vals = ints.astype(np.float64)
+        vals[big] = np.inf  # beyond 2^53: flagged by the range check below, with its exact value
+        return vals
+    return pc.cast(col, pa.float64(), safe=False).to_numpy(zero_copy_only=False).astype(np.float64, copy=True)
+
+
 def numeric_column(table: pa.Table, name: str) -> tuple[np.ndarray, dict[int, str]]:
-    """float64 values of a column and {row: reason} for rows whose value is null, NaN, infinite
-    or not a number. A missing column makes every row bad."""
+    """float64 values of a column and {row: reason} for rows whose value is null, NaN, infinite,
+    not a number, or beyond |v| <= 2^53 (:data:`MAX_ABS`). A missing column makes every row bad.
+    Timestamps and dates are seconds since the epoch, durations seconds."""
     n = table.num_rows
     reasons: dict[int, str] = {}
     if name not in table.column_names:
         return np.full(n, np.nan), {i: f"missing column {name!r}" for i in range(n)}
     col = table.column(name).combine_chunks() if n else table.column(name)
+    if isinstance(col, pa.ChunkedArray):
+        col = pa.concat_arrays(col.chunks) if col.num_chunks else pa.array([], col.type)
     t = col.type
+    if pa.types.is_dictionary(t):
+        col = col.dictionary_decode()
+        t = col.type
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        vals = pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64, copy=True)
-        nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
-        if nulls.any():
-            _bad(reasons, np.flatnonzero(nulls), f"column {name!r} is null")
-            vals[nulls] = np.nan
-        badf = ~np.isfinite(vals) & ~nulls
-        if badf.any():
-            _bad(reasons, np.flatnonzero(badf), f"column {name!r} is NaN or infinite")
-        return vals, reasons
-    if pa.types.is_boolean(t) or pa.types.is_temporal(t):
-        if pa.types.is_timestamp(t) or pa.types.is_date(t):
-            vals = pc.cast(pc.cast(col, pa.timestamp("us")), pa.int64()).to_numpy(zero_copy_only=False)
-            vals = np.asarray(vals, np.float64) / 1e6
-            nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
-            vals[nulls] = np.nan
-            _bad(reasons, np.flatnonzero(nulls), f"column {name!r} is null")
-            return vals, reasons
+        vals = _as_float(col, t)
+    elif pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t):
+        if pa.types.is_date32(t):
+            ticks, per_s = pc.cast(col, pa.int32()).to_numpy(zero_copy_only=False), 1 / 86400
+        elif pa.types.is_date64(t):
+            ticks, per_s = pc.cast(col, pa.int64()).to_numpy(zero_copy_only=False), 1000
+        else:
+            per_s = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[t.unit]
+            ticks = pc.cast(col, pa.int64()).to_numpy(zero_copy_only=False)
+        vals = np.asarray(ticks, np.float64) / per_s
+    elif pa.types.is_boolean(t) or pa.types.is_temporal(t) or pa.types.is_nested(t) or pa.types.is_binary(t):
         return np.full(n, np.nan), {i: f"column {name!r} has type {t}, not a number" for i in range(n)}
-    # strings (CSV text or mixed JSON): each value must parse as a JSON number
+    else:  # strings (CSV text or mixed JSON): each value must parse as a JSON number
+        return _parse_numbers(col, name)
+    nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
+    if nulls.any():
+        _bad(reasons, np.flatnonzero(nulls), f"column {name!r} is null")
+        vals[nulls] = np.nan
+    with np.errstate(invalid="ignore"):
+        out = ~(np.abs(vals) <= MAX_ABS) & ~nulls
+    if out.any():
+        idx = np.flatnonzero(out)
+        for i, v in zip(idx.tolist(), col.take(pa.array(idx)).to_pylist(), strict=True):
+            if isinstance(v, float) and not math.isfinite(v):
+                reasons.setdefault(i, f"column {name!r} is NaN or infinite")
+            else:  # the value as written (an int stays exact in the reason)
+                reasons.setdefault(i, _too_big(name, v))
+        vals[idx] = np.nan
+    return vals, reasons
+
+
+def _parse_numbers(col: pa.Array, name: str) -> tuple[np.ndarray, dict[int, str]]:
+    n = len(col)
     vals = np.full(n, np.nan)
+    reasons: dict[int, str] = {}
     for i, v in enumerate(col.to_pylist()):
         if v is None:
             reasons[i] = f"column {name!r} is null"
             continue
         try:
             x = json.loads(v) if isinstance(v, str) else v
-        except ValueError:
+        except (ValueError, RecursionError):
             x = v
         if isinstance(x, bool) or not isinstance(x, int | float):
             reasons[i] = f"column {name!r} is not a number: {str(v)[:40]!r}"
-        elif not math.isfinite(float(x)):
+        elif isinstance(x, float) and not math.isfinite(x):
             reasons[i] = f"column {name!r} is NaN or infinite"
+        elif abs(x) > MAX_ABS:
+            reasons[i] = _too_big(name, x)
         else:
             vals[i] = float(x)
     return vals, reasons
 
 
 def weight_column(table: pa.Table, name: str) -> tuple[np.ndarray, dict[int, str]]:
-    """int64 weights; a weight must be a positive integer (< 2**62)."""
+    """int64 weights; a weight must be a positive integer <= 2^53 (an integral float such as
+    2.0 is accepted)."""
     vals, reasons = numeric_column(table, name)
     ok = np.isfinite(vals)
-    bad = ok & ((vals < 1) | (vals != np.floor(vals)) | (vals >= 2.0**62))
+    bad = ok & ((vals < 1) | (vals != np.floor(vals)))
     if bad.any():
         _bad(reasons, np.flatnonzero(bad), f"weight column {name!r} is not a positive integer")
     w = np.where(ok & ~bad, vals, 1).astype(np.int64)
@@ -264,7 +312,24 @@ def key_equals(table: pa.Table, name: str, value: Any) -> np.ndarray:
 
 
 def seq_column(table: pa.Table) -> tuple[np.ndarray, dict[int, str]]:
-    """The optional ``seq`` column as int64 (-1 where unusable) with reasons."""
+    """The optional ``seq`` column as int64 (-1 where unusable) with reasons. A seq is a positive
+    integer read exactly: up to 2^63 - 1 from an integer column, up to 2^53 from a float or
+    text column (an integral float such as 5.0 is accepted)."""
+    n = table.num_rows
+    col = table.column("seq") if "seq" in table.column_names else None
+    if col is not None and pa.types.is_integer(col.type):
+        col = col.combine_chunks() if n else col
+        if isinstance(col, pa.ChunkedArray):
+            col = pa.concat_arrays(col.chunks) if col.num_chunks else pa.array([], col.type)
+        raw = pc.fill_null(col, 0).to_numpy(zero_copy_only=False)
+        nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
+        reasons = {int(i): "column 'seq' is null" for i in np.flatnonzero(nulls)}
+        big = raw > SEQ_MAX if raw.dtype == np.uint64 else np.zeros(n, bool)
+        seq = np.where(big, -1, raw).astype(np.int64)
+        bad = ~nulls & ((seq < 1) | big)
+        _bad(reasons, np.flatnonzero(bad), "seq is not a positive integer (1 <= seq <= 2^63 - 1)")
+        seq[nulls | bad] = -1
+        return seq, reasons
     vals, reasons = numeric_column(table, "seq")
     ok = np.isfinite(vals)
     bad = ok & ((vals < 1) | (vals != np.floor(vals)))

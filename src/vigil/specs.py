@@ -15,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
@@ -79,6 +80,15 @@ class ThresholdSpec(_Spec):
     where: dict[StrictStr, list[Bound] | StrictStr | StrictInt | StrictFloat]
     weight: StrictStr | None = None
     threshold: StrictInt = Field(ge=1)
+
+    @field_validator("threshold")
+    @classmethod
+    def _threshold(cls, v: int) -> int:
+        # the contract's range (vigil.threshold._limits.MAX_THRESHOLD): every integer up to 2**53
+        # is exact in JSON numbers and float64, and every implementation is exact inside it
+        if v > 2**53:
+            raise ValueError(f"threshold {v} exceeds the limit 2**53 = {2**53}")
+        return v
 
     @field_validator("where")
     @classmethod
@@ -311,6 +321,7 @@ class QuantileSpec(_Spec):
     phi: Number
     epsilon: Number
     rows: StrictInt | None = Field(default=None, ge=1)
+    notify: StrictBool = False
 
     @field_validator("phi")
     @classmethod

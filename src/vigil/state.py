@@ -14,6 +14,7 @@ import zipfile
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 _ND = "__ndarray__"
 
@@ -66,3 +67,17 @@ def unpack(data: bytes) -> Any:
             return x
 
         return dec(meta)
+
+
+def table_bytes(t: pa.Table) -> bytes:
+    """An Arrow table as IPC stream bytes (pickle-free; inverse :func:`bytes_table`)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    return sink.getvalue().to_pybytes()
+
+
+def bytes_table(b: bytes) -> pa.Table:
+    """The Arrow table of IPC stream bytes written by :func:`table_bytes`."""
+    with pa.ipc.open_stream(pa.py_buffer(b)) as r:
+        return r.read_all()

@@ -15,7 +15,8 @@ from pipeline_helpers import canon, replay, run_outputs
 
 from vigil.engine import Engine
 from vigil.events import ERROR_COLUMN
-from vigil.pipeline.driver import SNAP_MAGIC, CheckpointError, DriverProcessor, RunConfig, run
+from vigil.pipeline.config import CheckpointError, RunConfig
+from vigil.pipeline.driver import SNAP_MAGIC2, DriverProcessor, run
 from vigil.pipeline.sources import split_batch
 from vigil.workloads.trades import trade_queries, trades, write_files
 
@@ -116,7 +117,7 @@ def test_snapshots_keep_queries_in_the_log_and_a_crashed_attempt_is_cut_off(tmp_
         eng.add_operations(batches[k][0])
         outs.append(eng.process(batches[k][1]))
         snap = proc.snapshot(eng)
-        assert snap.startswith(SNAP_MAGIC)
+        assert snap.startswith(SNAP_MAGIC2)
         proc.store.save(k, snap)
     n_after_1 = len(eng.ids)
     size_after_1 = proc.qlog.size()

@@ -134,7 +134,7 @@ def test_quantiles_match_duckdb(vals, gaps, rows, phis):
 def test_quantile_rank_matches_sql_decimal():
     """The target rank max(1, ceil(phi*N)) with phi a decimal, for every 2- and 3-decimal phi and
     N <= 120, equals SQL's DECIMAL computation (the float product differs e.g. for 0.28 * 25)."""
-    from vigil.windows.oracle import quantile_rank
+    from vigil.arrays import quantile_rank
 
     phis = [f"{d / 1000:.3f}" for d in range(1, 1001, 3)] + [f"{d / 100:.2f}" for d in range(1, 101)]
     grid = pa.table({"phi": [p for p in phis for _ in range(120)], "n": [n for _ in phis for n in range(1, 121)]})

@@ -92,7 +92,7 @@ def test_float_keys_order_and_inverse():
 
 def test_registry_entry():
     assert registry.resolve("threshold", "dt") is DT
-    assert registry.DEFAULTS["threshold"] == "dt"
+    assert registry.DEFAULTS["threshold"] == "auto"  # dt is one of auto's choices
 
 
 def test_validation():

@@ -18,7 +18,10 @@ def _bench() -> None:
 
 @bench_app.command("threshold")
 def threshold(
-    preset: str = typer.Option(..., "--preset", help="fig3|fig4|fig5|fig6|fig7|fig8 (paper 000, §8)"),
+    preset: str = typer.Option(None, "--preset", help="fig3|fig4|fig5|fig6|fig7|fig8 (paper 000, §8); "
+                               "batch (issue 15: batch sizes 1..1M, dt/sweep/auto/baselines)"),
+    fit: bool = typer.Option(False, "--fit", help="refit auto's cost model on this machine and install it "
+                             "as vigil/threshold/_auto_model.py (the samples go to --out)"),
     scale: float = typer.Option(None, "--scale", help="fraction of the paper's sizes (m, tau, stream); "
                                 "1.0 = paper; default 0.1"),
     algos: str = typer.Option(None, "--algos", help="comma-separated algorithms; default: the paper's "
@@ -37,13 +40,95 @@ def threshold(
     """Range thresholding on streams (paper 000, Qiao, Gan, Tao): Figs. 3-8."""
     from .threshold import PRESETS, run_preset
 
+    if fit:
+        from .common import png_path, write_json
+        from .threshold import fit_auto_model, plot_winner_map, write_auto_model
+
+        model = fit_auto_model(scale=1.0 if scale is None else scale, seed=seed)
+        print(f"wrote {write_json(out, {'family': 'threshold', 'preset': 'fit', **model})}")
+        print(f"installed {write_auto_model(model)}")
+        print(f"wrote {plot_winner_map(model['tables'], png_path(out))}")
+        return
     if preset not in PRESETS:
-        raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+        raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)} (or --fit)")
     run_preset(
         preset, scale=scale, algos=[a.strip() for a in algos.split(",") if a.strip()] if algos else None,
         dim=dim, out=out, budget=budget, batch=batch, seed=seed, resolver=resolver,
         points=[float(x) for x in points.split(",")] if points else None, progress=not no_progress,
     )
+
+
+@bench_app.command("windows")
+def windows(
+    preset: str = typer.Option(..., "--preset", help="fig9|fig10|fig11 (paper 002, §6.1-6.2); fig12 (§6.3, "
+                               "substream filters)"),
+    scale: float = typer.Option(None, "--scale", help="input size factor (default 0.1)"),
+    algos: str = typer.Option(None, "--algos", help="comma-separated IMPL_AGG names (rint_sum, bint_max, "
+                              "duckdb_max, ...); default: the preset's set"),
+    out: Path = typer.Option(Path("results/windows.json"), "--out", help="result JSON; a PNG is written beside it"),
+    batch: str = typer.Option(None, "--batch", help="comma-separated batch sizes (events per batch call)"),
+    budget: float = typer.Option(10.0, "--budget", help="seconds per run before it is cut to a prefix and "
+                                 "extrapolated (0 = no limit)"),
+    seed: int = typer.Option(0, "--seed"),
+    no_progress: bool = typer.Option(False, "--no-progress"),
+) -> None:
+    """Shared sliding-window aggregates (paper 002, Arasu & Widom): Figs. 9-12."""
+    names = [a.strip() for a in algos.split(",") if a.strip()] if algos else None
+    if preset == "fig12":
+        from .substream import run_preset as run_substream
+
+        run_substream(preset, scale=scale, algos=names, out=out, seed=seed, progress=not no_progress)
+        return
+    from .windows import PRESETS, run_preset
+
+    if preset not in PRESETS:
+        raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}, fig12")
+    run_preset(preset, scale=scale, algos=names, out=out, budget=budget, seed=seed, progress=not no_progress,
+               batches=[int(b) for b in batch.split(",")] if batch else None)
+
+
+@bench_app.command("joins")
+def joins(
+    preset: str = typer.Option(..., "--preset", help="fig7|fig8|fig9|fig10|fig11 (paper 003, §5)"),
+    scale: float = typer.Option(None, "--scale", help="fraction of Table I's sizes (100,000 tuples, "
+                                "100,000 queries); default 0.1"),
+    algos: str = typer.Option(None, "--algos", help="comma-separated strategies (ssi, hotspot, join_first, "
+                              "select_first, vanilla, qouter, douter, mj, duckdb); default: the preset's set"),
+    out: Path = typer.Option(Path("results/joins.json"), "--out", help="result JSON; a PNG is written beside it"),
+    batch: str = typer.Option(None, "--batch", help="comma-separated batch sizes (default 1,1000,100000)"),
+    budget: float = typer.Option(5.0, "--budget", help="seconds of arrivals per run"),
+    seed: int = typer.Option(0, "--seed"),
+    points: str = typer.Option(None, "--points", help="replace the preset's sweeps: KEY=V1,V2 (paper scale), "
+                               "e.g. n_queries=100000"),
+) -> None:
+    """Continuous band / select joins (paper 003, Agarwal et al.): Figs. 7-11."""
+    from .joins import PRESETS, run_preset
+
+    if preset not in PRESETS:
+        raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    run_preset(preset, scale=scale, algos=[a.strip() for a in algos.split(",") if a.strip()] if algos else None,
+               out=out, batches=[int(b) for b in batch.split(",")] if batch else None, budget=budget, seed=seed,
+               points={points.split("=")[0]: [float(v) for v in points.split("=")[1].split(",")]} if points else None)
+
+
+@bench_app.command("quantiles")
+def quantiles(
+    preset: str = typer.Option(..., "--preset", help="fig5|fig8|fig9|fig10|fig11|fig12|fig13|fig14 (paper 004, "
+                               "§5); peers (GK vs KLL/REQ/t-digest, KLL re-answer); targets (issue 12)"),
+    scale: float = typer.Option(None, "--scale", help="fraction of the paper's sizes (2M queries, 5M "
+                                "elements); default 0.1"),
+    algos: str = typer.Option(None, "--algos", help="comma-separated: casu, csu, su, naive, casu_noclust, "
+                              "casu_qcb; default: the preset's set"),
+    out: Path = typer.Option(Path("results/quantiles.json"), "--out", help="result JSON; a PNG is written beside it"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Massive continuous quantile queries (paper 004, Lin et al.): Figs. 5-14, peers, targets."""
+    from .quantiles import PRESETS, run_preset
+
+    if preset not in PRESETS:
+        raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    run_preset(preset, scale=scale, algos=[a.strip() for a in algos.split(",") if a.strip()] if algos else None,
+               out=out, seed=seed)
 
 
 @bench_app.command("pipeline")
@@ -55,7 +140,7 @@ def pipeline(
     minutes: float = typer.Option(None, "--minutes", help="soak: how long to run"),
 ) -> None:
     """The Spark pipeline end to end: throughput vs in-process replay, and a memory soak."""
-    from ..cli import parse_algos
+    from ..cliutil import parse_algos
     from .pipeline import PRESETS, run_preset
 
     if preset not in PRESETS:

@@ -74,14 +74,24 @@ PRESETS: dict[str, Preset] = {
     "fig8": Preset("fig8", "Fig. 8: cost per operation over time (fixed load)", "fixed",
                    paper="significant speedup of DT; R-tree worse even than Baseline (update cost on heavily "
                          "overlapping rectangles)"),
+    # issue 15: fig3's workload pushed in batches of 1 .. 1M elements (batch sizes are not scaled)
+    "batch": Preset("batch", "Batch sizes: cost per operation vs elements per push (fig3 workload)", "static",
+                    sweep=("batch", (1, 1000, 100_000, 1_000_000)), default_scale=0.05,
+                    paper="(not in the paper: issue 15) the fastest exact algorithm depends on m, the batch "
+                          "size and d; auto should stay within 1.2x of the best at every point"),
 }
 
 DEFAULT_ALGOS = {1: ("dt", "dt_floor", "scan", "interval_tree"),
                  2: ("dt", "dt_floor", "scan", "seg_intv", "rtree")}
-UNBUDGETED = ("dt", "dt_floor")
+#: the batch preset: DT, the batch sweep, auto and the stabbing baselines (rtree, ~50x slower
+#: than scan on this workload, only with --algos)
+BATCH_ALGOS = {1: ("dt", "sweep", "auto", "scan", "interval_tree"), 2: ("dt", "sweep", "auto", "scan", "seg_intv")}
+UNBUDGETED = ("dt", "dt_floor", "auto")
 
 
-def default_algos(dim: int) -> tuple[str, ...]:
+def default_algos(dim: int, preset: str | None = None) -> tuple[str, ...]:
+    if preset == "batch":
+        return BATCH_ALGOS.get(dim, ("dt", "auto", "scan"))
     return DEFAULT_ALGOS.get(dim, ("dt", "dt_floor", "scan", "rtree"))
 
 
@@ -234,7 +244,7 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
         raise KeyError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     pre = PRESETS[preset]
     scale = pre.default_scale if scale is None else float(scale)
-    algos = list(algos) if algos else list(default_algos(dim))
+    algos = list(algos) if algos else list(default_algos(dim, preset))
     console = console or Console()
     if budget is not None and budget <= 0:
         budget = None
@@ -336,6 +346,8 @@ def plot_result(doc: dict[str, Any], path: str | Path) -> Path:
     """The PNG of a threshold result document (also to re-render one from its JSON)."""
     prm = doc["params"]
     pre = PRESETS[doc["preset"]]
+    if doc["preset"] == "batch":
+        return _plot_batch(doc, path)
     scale = prm["scale"]
     run = f"d={prm['dim']}, scale={scale:g}"
     if not pre.sweep and prm.get("points"):
@@ -347,6 +359,47 @@ def plot_result(doc: dict[str, Any], path: str | Path) -> Path:
     return plot_doc(doc, path, title=f"{pre.title}\nthis run: {run}", xlabel=xlabel)
 
 
+def _plot_batch(doc: dict[str, Any], path: str | Path) -> Path:
+    """us/op against elements per push (log-log), one line per algorithm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .common import _style
+
+    prm = doc["params"]
+    w = prm["points"][0]["workload"] if prm.get("points") else {}
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=80)
+    by: dict[str, list] = {}
+    for r in doc["results"]:
+        b = (r["extra"].get("point") or {}).get("batch")
+        if b is not None:
+            by.setdefault(r["algo"], []).append((b, r["per_op_us"], "prefix" in r["extra"]))
+    for i, (algo, pts) in enumerate(by.items()):
+        pts.sort()
+        color, marker = _style(algo, i)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=color, marker=marker, label=algo,
+                linewidth=2.5 if algo == "auto" else 1.2)
+        for p in pts:
+            if p[2]:
+                ax.plot([p[0]], [p[1]], marker=marker, color="white", markeredgecolor=color)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("elements per push (batch size)")
+    ax.set_ylabel("cost per operation (us)")
+    ax.set_title(f"{doc['params']['title']}\nd={prm['dim']}, m={w.get('m', 0):,}, tau={w.get('tau', 0):,} "
+                 f"(hollow = prefix, extrapolated)", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def summary_lines(doc: dict[str, Any]) -> list[str]:
     """Per point: DT us/op, dt_floor us/op, and the best baseline's cost relative to DT."""
     by_point: dict[tuple, dict[str, dict]] = {}
@@ -356,7 +409,7 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     lines = []
     for key, rs in by_point.items():
         dt = rs.get("dt")
-        base = {a: r for a, r in rs.items() if a not in ("dt", "dt_floor")}
+        base = {a: r for a, r in rs.items() if a not in ("dt", "dt_floor", "auto", "sweep")}
         if dt is None or not base:
             continue
         best = min(base.values(), key=lambda r: r["per_op_us"])
@@ -377,7 +430,10 @@ def markdown_table(doc: dict[str, Any]) -> str:
         if r["algo"] not in algos:
             algos.append(r["algo"])
         rows.setdefault(tuple(sorted((r["extra"].get("point") or {}).items())), {})[r["algo"]] = r
+    has_auto = "auto" in algos
     head = ["point", *[f"{a} us/op" for a in algos], "best baseline / dt", "dt / dt_floor"]
+    if has_auto:
+        head.append("auto / best other")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, rs in rows.items():
         cells = [", ".join(f"{k}={v:g}" for k, v in key) or "-"]
@@ -385,12 +441,142 @@ def markdown_table(doc: dict[str, Any]) -> str:
             r = rs.get(a)
             cells.append("-" if r is None else f"{r['per_op_us']:.3g}" + ("*" if "prefix" in r["extra"] else ""))
         dt, fl = rs.get("dt"), rs.get("dt_floor")
-        base = [r for a, r in rs.items() if a not in ("dt", "dt_floor")]
+        base = [r for a, r in rs.items() if a not in ("dt", "dt_floor", "auto", "sweep")]
         if dt and base:
             best = min(base, key=lambda r: r["per_op_us"])
             cells.append(f"{best['per_op_us'] / dt['per_op_us']:.3g} ({best['algo']})")
         else:
             cells.append("-")
         cells.append(f"{dt['per_op_us'] / fl['per_op_us']:.3g}" if dt and fl else "-")
+        if has_auto:
+            au = rs.get("auto")
+            others = [r for a, r in rs.items() if a not in ("auto", "dt_floor")]
+            if au and others:
+                best = min(others, key=lambda r: r["per_op_us"])
+                cells.append(f"{au['per_op_us'] / best['per_op_us']:.3g} ({best['algo']})")
+            else:
+                cells.append("-")
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# auto's cost model (vigil bench threshold --fit)
+# --------------------------------------------------------------------------------------------
+
+
+def fit_auto_model(*, scale: float = 1.0, dims: Sequence[int] = (1, 2), seed: int = 0,
+                   console: Console | None = None, max_seconds: float = 1.0) -> dict[str, Any]:
+    """Time pushes (m alive queries x batch size B, fig3's workload and tau, so pushes include
+    DT's signals and rounds and some maturities) and builds (registering m queries at once) of dt, sweep and scan on this
+    machine: the tables of ``vigil.threshold.auto.CostModel`` (fastest of repeated pushes, to
+    damp the load of a shared machine). Scan points beyond m x B = 3e9 are extrapolated from the
+    largest measured B (scan's cost is linear in B). Returns ``{"tables", "machine"}``."""
+    from ..threshold.auto import choices
+    from ..workloads.threshold import draw_elements, draw_queries
+    from .common import machine_info
+
+    console = console or Console()
+    rng = np.random.default_rng(seed)
+    ms = sorted({max(10, int(round(x * scale))) for x in (1_000, 10_000, 100_000)})
+    Bs = [1, 10, 100, 1000, 10_000, 100_000]
+    perf = time.perf_counter
+    tables: dict[str, Any] = {}
+    for d in dims:
+        algos = choices(d)
+        for a in algos:
+            warm_up(a, d)
+        tab = {a: {"ms": ms, "Bs": Bs, "push": [[0.0] * len(Bs) for _ in ms], "build": [0.0] * len(ms)}
+               for a in algos}
+        for i, m in enumerate(ms):
+            p = ThresholdWorkloadParams(dim=d, m=m, tau=max(1000, int(20_000_000 * scale)))
+            lo, hi = draw_queries(rng, m, p)
+            for a in algos:
+                op = make_operator(a, d)
+                t0 = perf()
+                op.register(np.arange(m, dtype=np.int64), lo, hi, np.full(m, p.tau, np.int64))
+                tab[a]["build"][i] = perf() - t0
+                row = tab[a]["push"][i]
+                for j, B in enumerate(Bs):
+                    if a in ("scan", "interval_tree", "seg_intv") and m * B > 3e9:
+                        row[j] = row[j - 1] * B / Bs[j - 1]
+                        continue
+                    pts, w = draw_elements(rng, B, p)
+                    op.push(pts, w)  # first touch
+                    ts: list[float] = []
+                    while not ts or (sum(ts) < 0.2 * max_seconds and len(ts) < 20):
+                        t0 = perf()
+                        op.push(pts, w)
+                        ts.append(perf() - t0)
+                        if ts[-1] > max_seconds:
+                            break
+                    row[j] = float(min(ts))
+                console.print(f"fit: d={d} m={m:,} {a} done")
+                op = None
+        tables[str(d)] = tab
+    return {"tables": tables, "machine": machine_info()}
+
+
+def write_auto_model(model: dict[str, Any], path: str | Path | None = None) -> Path:
+    """Write the fitted model as the constants module ``vigil/threshold/_auto_model.py`` (the
+    defaults that ship with the package), or to ``path``."""
+    import pprint
+
+    from ..threshold import auto
+
+    path = Path(path) if path else Path(auto.__file__).with_name("_auto_model.py")
+    mach = model.get("machine", {})
+    body = pprint.pformat({"tables": model["tables"], "machine": mach}, width=100, sort_dicts=True)
+    path.write_text('"""Cost model of ``vigil.threshold.auto``, fitted by ``vigil bench threshold --fit``\n'
+                    f'on {time.strftime("%Y-%m-%d")} (seconds per push / per build; see auto.CostModel)."""\n\n'
+                    f"MODEL = {body}\n")
+    return path
+
+
+def winner_map(tables: dict[str, Any]) -> dict[str, list[list[str]]]:
+    """Per dimension, the fastest algorithm at every measured (m, B) of a fitted model's tables
+    (``[i][j]`` = m index, B index)."""
+    out: dict[str, list[list[str]]] = {}
+    for d, tab in tables.items():
+        algos = list(tab)
+        ms, Bs = tab[algos[0]]["ms"], tab[algos[0]]["Bs"]
+        out[d] = [[min(algos, key=lambda a, i=i, j=j: tab[a]["push"][i][j]) for j in range(len(Bs))]
+                  for i in range(len(ms))]
+    return out
+
+
+def plot_winner_map(tables: dict[str, Any], path: str | Path) -> Path:
+    """The map of which algorithm wins over (m, batch size, d), from measured push times: one
+    panel per d, one cell per (m, B), coloured by the winner and labelled with its lead over the
+    runner-up."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"dt": "#1f77b4", "sweep": "#2ca02c", "scan": "#d62728", "interval_tree": "#9467bd",
+              "seg_intv": "#9467bd"}
+    dims = sorted(tables)
+    fig, axes = plt.subplots(1, len(dims), figsize=(5.2 * len(dims), 3.6), dpi=80, squeeze=False)
+    for ax, d in zip(axes[0], dims, strict=True):
+        tab = tables[d]
+        algos = list(tab)
+        ms, Bs = tab[algos[0]]["ms"], tab[algos[0]]["Bs"]
+        for i in range(len(ms)):
+            for j in range(len(Bs)):
+                t = sorted((tab[a]["push"][i][j], a) for a in algos)
+                ax.add_patch(plt.Rectangle((j, i), 1, 1, color=colors.get(t[0][1], "grey"), alpha=0.55))
+                ax.text(j + 0.5, i + 0.5, f"{t[0][1]}\n{t[1][0] / t[0][0]:.1f}x", ha="center", va="center", fontsize=7)
+        ax.set_xlim(0, len(Bs))
+        ax.set_ylim(0, len(ms))
+        ax.set_xticks([j + 0.5 for j in range(len(Bs))], [f"{b:,}" for b in Bs], fontsize=7)
+        ax.set_yticks([i + 0.5 for i in range(len(ms))], [f"{m:,}" for m in ms], fontsize=7)
+        ax.set_xlabel("elements per push (B)")
+        ax.set_ylabel("alive queries (m)")
+        ax.set_title(f"d = {d}: fastest exact algorithm (lead over 2nd)", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays import GrowableArray
 from ..specs import parse_query
-from ..windows.oracle import GrowableArray
 from . import JoinOperator
 
 KINDS = {"band": "band_join", "select": "select_join", "window": "window_join"}

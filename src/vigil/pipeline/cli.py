@@ -12,11 +12,12 @@ from pathlib import Path
 
 import typer
 
+DEFAULT_MAX_REORDER_ROWS = 1_000_000  # = vigil.pipeline.reorder.DEFAULT_MAX_REORDER_ROWS (a test checks)
 FORMAT_HELP = "stream format: parquet, json (JSON lines), csv, or kafka (with --option ...)"
 
 
 def _algos(algo: list[str] | None) -> dict[str, str]:
-    from vigil.cli import parse_algos  # one parser for --algo (imported late: vigil.cli mounts us)
+    from vigil.cliutil import parse_algos  # one parser for --algo
 
     return parse_algos(algo)
 
@@ -30,6 +31,9 @@ def run(
     schema: str = typer.Option(None, "--schema", help="stream schema as DDL; default: inferred from files present"),
     trigger: str = typer.Option("available-now", "--trigger", help="'available-now' or an interval, e.g. '10 seconds'"),
     max_files_per_batch: int = typer.Option(None, "--max-files-per-batch", help="stream files per micro-batch"),
+    max_reorder_rows: int = typer.Option(
+        DEFAULT_MAX_REORDER_ROWS, "--max-reorder-rows",
+        help="rows with seq held beyond a gap in seq until it fills (then the gap is accepted; 0: only sort each batch)"),
     mode: str = typer.Option("driver", "--mode", help="driver (engine on the driver) or sharded (executors)"),
     shards: int = typer.Option(2, "--shards", help="number of shards in sharded mode"),
     master: str = typer.Option(None, "--master", help="Spark master URL (default local[*] or spark-submit's)"),
@@ -45,7 +49,7 @@ def run(
     """Run the standing queries over a stream with Spark Structured Streaming (exactly-once outputs)."""
     from rich.console import Console
 
-    from .driver import CheckpointError, RunConfig
+    from .config import CheckpointError, RunConfig
     from .driver import run as run_job
     from .sources import SourceError, kafka_options
 
@@ -58,14 +62,14 @@ def run(
             stream=stream, queries=queries, out=out, checkpoint=checkpoint, fmt=fmt, schema=schema,
             trigger=trigger, max_files_per_batch=max_files_per_batch, mode=mode, shards=shards, master=master,
             algos=_algos(algo), options=opts, quantile_epsilon=quantile_epsilon, join_output=join_output,
-            finish=finish, timeout=timeout, quiet=quiet,
+            finish=finish, timeout=timeout, quiet=quiet, max_reorder_rows=max_reorder_rows,
         )
         s = run_job(cfg)
     except (SourceError, CheckpointError, ValueError) as e:
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None
     console.print(
-        f"[bold]done[/]: {s['batches']} batches, {s['rows_in']:,} rows ({s['rows_rejected']:,} rejected), "
+        f"[bold]done[/]: {s['batches']} batches, {s['rows_in']:,} rows ({s['rows_rejected']:,} rejected, {s['rows_late']:,} late), "
         f"{s['ops_in']:,} operations ({s['ops_rejected']:,} rejected), {s['outputs']:,} outputs, "
         f"{s['seconds']:.1f} s, {s['elements_per_s']:,.0f} elements/s -> {Path(out) / 'events'}"
     )

@@ -1,6 +1,8 @@
 """``vigil run --mode sharded``: per-shard Engines on Spark executors, one coarse state blob each.
 
-Each micro-batch is ordered on the driver exactly as in driver mode (global ``seq``), then cut
+Each micro-batch is ordered on the driver exactly as in driver mode (global ``seq``: files by
+(modification time, path), recorded in the batch's manifest; rows with ``seq`` through the
+reorder buffer of :mod:`.reorder`, whose state is part of the snapshot), then cut
 into per-shard work units that run as Spark tasks (one task per shard)::
 
     shard task: Engine.restore(blob) -> [add_history(rows of new join placements)]
@@ -60,139 +62,41 @@ from __future__ import annotations
 import json
 import math
 import time
-import zlib
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vigil.events import ERROR_COLUMN, OUTPUT_SCHEMA, numeric_column, seq_column
+from vigil.events import ERROR_COLUMN, numeric_column
 from vigil.state import pack, unpack
 
 from . import sinks
-from .driver import CheckpointError, DriverProcessor, RunConfig
+from .config import CheckpointError, RunConfig
+from .processor import BaseProcessor
+from .reorder import ReorderBuffer
+from .shard_merge import merge_outputs
+from .shard_task import (
+    ALL,
+    _ev,
+    _h,
+    _ipc,
+    _is,
+    _key_text,
+    _shard_of,
+    _text,
+    _unipc,
+    join_destinations,
+    shard_task,
+)
 
-ALL = -1  # home of a query held by every shard
-_REFUSED = ("unsupported by ", "join queries need ")  # engine reasons that refuse a valid register
 KEYED, SPREAD, BAND, SHARED = "keyed", "spread", "band", "shared"
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 
-def _h(text: str, shards: int) -> int:
-    return zlib.crc32(text.encode()) % shards
+class ShardedProcessor(BaseProcessor):
+    """The ``foreachBatch`` function of sharded mode."""
 
-
-def _key_text(items: list[tuple[str, Any]]) -> str:
-    return "\x1f".join(f"{c}={v if isinstance(v, str) else json.dumps(v)}" for c, v in items)
-
-
-def _ipc(t: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, t.schema) as w:
-        w.write_table(t)
-    return sink.getvalue().to_pybytes()
-
-
-def _unipc(b: bytes) -> pa.Table:
-    with pa.ipc.open_stream(pa.py_buffer(b)) as r:
-        return r.read_all()
-
-
-def _text(rows: pa.Table, col: str, prefix: str = "") -> pa.Array:
-    """A column as text (as the engine compares keys: Arrow's cast to string), nulls marked."""
-    n = rows.num_rows
-    if col not in rows.column_names:
-        return pa.array(["\x00null"] * n, pa.string())
-    c = rows.column(col)
-    c = c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
-    txt = c if pa.types.is_string(c.type) else pc.cast(c, pa.string())
-    txt = pc.fill_null(txt, "\x00null")
-    return pc.binary_join_element_wise(pa.scalar(prefix), txt, "") if prefix else txt
-
-
-def _shard_of(text: pa.Array, shards: int) -> np.ndarray:
-    """hash(text) mod shards per row: one crc32 per distinct value."""
-    enc = pc.dictionary_encode(text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text)
-    dest = np.array([_h(v, shards) for v in enc.dictionary.to_pylist()], np.int64)
-    if not len(dest):
-        return np.zeros(len(text), np.int64)
-    return dest[np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)]
-
-
-def _is(rows: pa.Table, col: str, value: str) -> np.ndarray:
-    if col not in rows.column_names:
-        return np.zeros(rows.num_rows, bool)
-    c = rows.column(col)
-    if not pa.types.is_string(c.type):
-        c = pc.cast(c, pa.string())
-    return np.asarray(pc.fill_null(pc.equal(c, pa.scalar(value)), False).to_numpy(zero_copy_only=False), bool)
-
-
-def join_destinations(rows: pa.Table, places: list[list], shards: int,
-                      dest_of=None) -> tuple[list[np.ndarray], np.ndarray]:
-    """Per shard, the rows the join placements send there; and the rows some placement covers.
-    A placement is ``[rel, "col", column]`` (rows of rel -> hash(column value)) or
-    ``[rel, "shard", k]`` (every row of rel -> shard k). ``dest_of(column)``: hash shard per row."""
-    n = rows.num_rows
-    dest_of = dest_of or (lambda c: _shard_of(_text(rows, c), shards))
-    masks = [np.zeros(n, bool) for _ in range(shards)]
-    covered = np.zeros(n, bool)
-    for rel in sorted({p[0] for p in places}):
-        mine = _is(rows, "rel", rel)
-        if not mine.any():
-            continue
-        covered |= mine
-        for _, how, what in (p for p in places if p[0] == rel):
-            if how == "shard":
-                masks[int(what)] |= mine
-            else:
-                dest = dest_of(what)
-                for k in range(shards):
-                    masks[k] |= mine & (dest == k)
-    return masks, covered
-
-
-def _alive_split(eng) -> dict[str, int]:
-    """Alive queries per family; families held by every shard are tagged ``shared:`` (counted once)."""
-    per: dict[str, int] = {}
-    for key in eng.where.values():
-        fam, params = json.loads(key)
-        if fam in ("substream", "quantiles") or (fam == "joins" and params.get("kind") != "band"):
-            fam = "shared:" + fam
-        per[fam] = per.get(fam, 0) + 1
-    return per
-
-
-def shard_task(item: tuple) -> tuple:
-    """Runs on an executor: one shard's work for one batch (or its end of input)."""
-    import os
-
-    os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "vigil-numba"))
-    from vigil.engine import Engine, Partial
-
-    shard, rows_b, ops, blob, settings, final, extra = item
-    eng = Engine.restore(blob) if blob else Engine(**settings)
-    t0 = time.perf_counter()
-    summaries: list = []
-    eng.partial = Partial(own=extra.get("own"), clock=extra.get("clock"), summaries=summaries)
-    if extra.get("hist"):
-        eng.add_history(_unipc(extra["hist"]))
-    if final:
-        out = eng.finish()
-    else:
-        if ops:
-            eng.add_operations(ops)
-        out = eng.process(_unipc(rows_b))
-        more = eng.advance(extra["position"])
-        if more.num_rows:
-            out = pa.concat_tables([out, more])
-    eng.partial = None
-    dt = time.perf_counter() - t0
-    return shard, _ipc(out), eng.snapshot(), _alive_split(eng), dt, summaries
-
-
-class ShardedProcessor(DriverProcessor):
     def __init__(self, cfg: RunConfig, columns: set[str] | None, spark) -> None:
         super().__init__(cfg, columns)
         self.spark = spark
@@ -212,21 +116,26 @@ class ShardedProcessor(DriverProcessor):
                 "alive": {}, "keysig": {}, "sub": {}, "place": [], "jsigs": [], "clock": {}, "blobs": [b""] * self.S}
 
     def load(self, k: int | None) -> dict[str, Any]:
+        """The driver state of snapshot ``k`` (fresh for None); sets ``self.reorder`` with it."""
+        self.reorder = ReorderBuffer(self.cfg.max_reorder_rows)
         if k is None or k < 0:
             return self.fresh()
         data = self.store.load(k)
         if data is None:
             raise CheckpointError(f"no shard snapshot for batch {k} in {self.store.dir}")
         s = unpack(data)
-        if s.get("version") != STATE_VERSION:
+        if s.get("version") not in (2, STATE_VERSION):  # 2: before the reorder buffer
             raise CheckpointError(f"shard snapshot {k} has version {s.get('version')!r}, expected {STATE_VERSION}")
         s["blobs"] = [b.tobytes() for b in s["blobs"]]
         if len(s["blobs"]) != self.S:
             raise CheckpointError(f"checkpoint has {len(s['blobs'])} shards, --shards says {self.S}")
+        if "reorder" in s:
+            self.reorder = ReorderBuffer.from_state(s.pop("reorder"), self.cfg.max_reorder_rows)
+        s["version"] = STATE_VERSION
         return s
 
     def dump(self, s: dict[str, Any]) -> bytes:
-        return pack({**s, "blobs": [np.frombuffer(b, np.uint8) for b in s["blobs"]]})
+        return pack({**s, "blobs": [np.frombuffer(b, np.uint8) for b in s["blobs"]], "reorder": self.reorder.state()})
 
     def settings(self) -> dict[str, Any]:
         return {"algos": self.cfg.algos, "quantile_epsilon": self.cfg.quantile_epsilon,
@@ -440,23 +349,19 @@ class ShardedProcessor(DriverProcessor):
                 out[k] = _ipc(t.filter(pa.array(masks[k])))
         return out
 
-    def global_seq(self, st: dict, rows: pa.Table) -> tuple[pa.Table, list[dict]]:
-        """Rows with their global seq (invalid stream-given seqs rejected here, as one engine does)."""
-        n = rows.num_rows
+    def global_seq(self, st: dict, rows: pa.Table, released: bool = False) -> tuple[pa.Table, list[dict]]:
+        """Rows with their global seq: stream-given seqs through the reorder buffer (late,
+        duplicate and unusable seqs rejected there, with reasons), else assigned in arrival
+        order. ``released``: rows the buffer already released (the end-of-input flush)."""
         events: list[dict] = []
         if "seq" in rows.column_names:
-            seqs, bad = seq_column(rows)
-            prev = np.maximum.accumulate(np.r_[st["maxseq"], seqs[:-1]]) if n else seqs
-            for i in np.flatnonzero((seqs >= 0) & (seqs <= prev)).tolist():
-                bad.setdefault(i, f"seq {seqs[i]} is not increasing (after {prev[i]})")
-            ok = np.ones(n, bool)
-            for i in sorted(bad):
-                ok[i] = False
-                events.append(_ev("rejected", None, None, reason=bad[i]))
-            rows = rows.filter(pa.array(ok)).drop_columns(["seq"])
-            seqs = seqs[ok]
+            if not released:
+                rows, rej = self.reorder.push(rows)
+                events = [_ev("rejected", None, a, reason=r) for a, r in rej]
+            seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
+            rows = rows.drop_columns(["seq"])
         else:
-            seqs = st["position"] + 1 + np.arange(n, dtype=np.int64)
+            seqs = st["position"] + 1 + np.arange(rows.num_rows, dtype=np.int64)
         if len(seqs):
             st["maxseq"] = max(st["maxseq"], int(seqs.max()))
             st["position"] = int(seqs[-1])
@@ -475,24 +380,44 @@ class ShardedProcessor(DriverProcessor):
             self.state, self.batch = self.load(batch_id), batch_id
             self._report(batch_id, {}, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0, skipped=True)
             return
-        ops, rows, files = self.collect_split(df)
-        self.run_batch(batch_id, ops, rows, len(files), t0, time.perf_counter() - t0)
+        order = self.manifests.read(batch_id)  # Spark runs K again after a crash: the first attempt's order
+        ops, rows, files = self.collect_split(df, order)
+        if self.cfg.fmt != "kafka":
+            self.manifests.write(batch_id, files)
+        self.run_batch(batch_id, ops, rows, len(files), t0, time.perf_counter() - t0, files=files)
 
     def run_batch(self, batch_id: int, ops: list, rows: pa.Table, n_files: int = 0, t0: float | None = None,
-                  t_collect: float = 0.0) -> pa.Table:
+                  t_collect: float = 0.0, files: list[str] | None = None) -> pa.Table:
         """One batch from its collected operations and rows (ordered); returns its output."""
         t0 = time.perf_counter() if t0 is None else t0
         if self.state is None or self.batch != batch_id - 1:
             self.state = self.load(batch_id - 1)
         st = self.state
         self.batch = None  # st is mutated below: a failed attempt must reload it
+        late0, arrived = self.reorder.counts["late"], rows.num_rows
+        out, c, t_engine = self._step(st, ops, rows)
+        c["rows_late"] = self.reorder.counts["late"] - late0
+        c["rows_arrived"] = arrived
+        sinks.write_batch(self.cfg.out, batch_id, out)
+        t2 = time.perf_counter()
+        snap = self.dump(st)
+        self.store.save(batch_id, snap)
+        self.manifests.prune(min(self.store.ids()))
+        t_snap = time.perf_counter() - t2
+        self.batch = batch_id
+        self._report(batch_id, c, {}, n_files, len(snap), time.perf_counter() - t0, t_collect, t_engine,
+                     t_snap, alive=self.alive, position=st["position"], files=files)
+        return out
+
+    def _step(self, st: dict, ops: list, rows: pa.Table, released: bool = False) -> tuple[pa.Table, dict, float]:
+        """Operations and rows through the shards (``st`` updated): (output, counts, seconds in the shards)."""
         before = st["position"]
         self._new_places: list[list] = []
         was_alive = set(self.in_use(st, before))
         per_ops, events, ops_rej = self.route_ops(st, ops)
         ids = sorted(was_alive | set(self.in_use(st, before)))
         hist = self.reshuffle(st, self._new_places) if self._new_places else [b""] * self.S
-        rows, seq_events = self.global_seq(st, rows)
+        rows, seq_events = self.global_seq(st, rows, released)
         masks, own = self.route_rows(st, rows, ids)
         clock = self.clock(st, rows, ids, before)
         items = []
@@ -513,130 +438,34 @@ class ShardedProcessor(DriverProcessor):
         c["rows_applied"] = n_rows - c["rows_rejected"]
         c["ops_applied"] = len(ops) - c["ops_rejected"]
         c["late"] = sum(1 for e in events if e["event"] == "late")
-        sinks.write_batch(self.cfg.out, batch_id, out)
-        t2 = time.perf_counter()
-        snap = self.dump(st)
-        self.store.save(batch_id, snap)
-        t_snap = time.perf_counter() - t2
-        self.batch = batch_id
-        self._report(batch_id, c, {}, n_files, len(snap), time.perf_counter() - t0, t_collect, t_engine,
-                     t_snap, alive=self.alive, position=st["position"])
-        return out
+        return out, c, t_engine
 
     def merge(self, results: list[tuple], driver_events: list[dict], st: dict) -> tuple[pa.Table, dict]:
-        """Shard outputs + driver events -> one batch output (columnar: a batch may carry millions
-        of join pairs). Shard 'late' events are dropped (the driver reports lateness globally); a
-        row rejected by several shards is kept once; for shared queries, rejections are taken
-        from shard 0, lookup answers are merged (substream: union of keys; quantiles: merged
-        summaries) and join pairs / affected events found on several shards are kept once."""
-        from vigil.quantiles import answer_from_summary, merge_summaries
-
-        alive: dict[str, int] = {}
-        tabs: list[pa.Table] = []
-        summ: dict[tuple, tuple[float, list]] = {}
-        for shard, out_b, blob, al, _dt, sums in results:
-            st["blobs"][shard] = blob
-            for k, v in al.items():
-                alive[k] = max(alive.get(k, 0), v) if k.startswith("shared:") else alive.get(k, 0) + v
-            t = _unipc(out_b)
-            if t.num_rows:
-                tabs.append(t.append_column("_shard", pa.array(np.full(t.num_rows, shard, np.int64))))
-            nth: dict[tuple, int] = {}
-            for at, ident, phi, summary in sums:
-                k = (at, ident)
-                nth[k] = nth.get(k, -1) + 1
-                summ.setdefault((*k, nth[k]), (phi, []))[1].append(summary)
-        self.alive = {}
-        for k, v in alive.items():
-            fam = k.removeprefix("shared:")
-            self.alive[fam] = self.alive.get(fam, 0) + v
-        extra: list[dict] = list(driver_events)
-        rows_rej = ops_rej = 0
-        if tabs:
-            t = pa.concat_tables(tabs)
-            n = t.num_rows
-            ev = np.asarray(t.column("event").to_numpy(zero_copy_only=False), object)
-            has_id = np.asarray(t.column("id").is_valid().to_numpy(zero_copy_only=False), bool)
-            shared_ids = [i for i, h in st["home"].items() if h == ALL]
-            shared = (np.asarray(pc.fill_null(pc.is_in(t.column("id"), value_set=pa.array(shared_ids, pa.string())),
-                                              False).to_numpy(zero_copy_only=False), bool)
-                      if shared_ids else np.zeros(n, bool))
-            shard = np.asarray(t.column("_shard").to_numpy(), np.int64)
-            at = np.asarray(pc.fill_null(t.column("at"), -1).to_numpy(zero_copy_only=False), np.int64)
-            keep = ev != "late"
-            rej = ev == "rejected"
-            row_rej = rej & ~has_id  # shards only see operations with an id: these are rows
-            if row_rej.any():
-                idx = np.flatnonzero(row_rej)
-                _, first = np.unique(at[idx], return_index=True)
-                keep[idx] = False
-                keep[idx[first]] = True
-            keep &= ~(rej & has_id & shared & (shard != 0))
-            answers = (ev == "answer") & shared
-            if answers.any():  # substream filters: union of the shards' keys, per lookup
-                keys: dict[tuple, set] = {}
-                nth = {}
-                sub = t.filter(pa.array(answers)).select(["id", "at", "keys", "_shard"]).to_pylist()
-                for r in sub:
-                    k = (r["_shard"], r["at"], r["id"])
-                    nth[k] = nth.get(k, -1) + 1
-                    keys.setdefault((r["at"], r["id"], nth[k]), set()).update(r["keys"] or [])
-                extra.extend(_ev("answer", i, a, keys=sorted(ks)) for (a, i, _), ks in keys.items())
-                keep &= ~answers
-            pairs = np.flatnonzero(keep & ((ev == "join") | (ev == "affected")))
-            if len(pairs):
-                sub = t.take(pa.array(pairs))
-                code = np.asarray(pc.dictionary_encode(sub.column("id")).combine_chunks().indices.to_numpy(
-                    zero_copy_only=False), np.int64)
-                key = np.stack([(ev[pairs] == "join").astype(np.int64), code, at[pairs],
-                                np.asarray(pc.fill_null(sub.column("r"), 0).to_numpy(zero_copy_only=False), np.int64),
-                                np.asarray(pc.fill_null(sub.column("s"), 0).to_numpy(zero_copy_only=False), np.int64)],
-                               axis=1)
-                _, first = np.unique(key, axis=0, return_index=True)
-                keep[pairs] = False
-                keep[pairs[first]] = True
-            matured = keep & (ev == "matured")
-            for ident in t.column("id").filter(pa.array(matured)).to_pylist():
-                st["alive"].pop(ident, None)
-            op_rej = keep & rej & has_id
-            if op_rej.any():  # a register the engines refused (after a valid spec): the id is free again
-                for r in t.filter(pa.array(op_rej)).select(["id", "reason"]).to_pylist():
-                    if (r["reason"] or "").startswith(_REFUSED):
-                        for k in ("home", "kind", "fam", "alive", "keysig", "sub"):
-                            st[k].pop(r["id"], None)
-            rows_rej = int((keep & row_rej).sum())
-            ops_rej = int((keep & rej & has_id).sum())
-            kept = t.filter(pa.array(keep)).drop_columns(["_shard"])
-        else:
-            kept = OUTPUT_SCHEMA.empty_table()
-        for (a, ident, _), (phi, parts) in summ.items():
-            v = answer_from_summary(merge_summaries(parts), phi)
-            extra.append(_ev("answer", ident, a, value=None if math.isnan(v) else v))
-        out = pa.concat_tables([kept.cast(OUTPUT_SCHEMA), pa.Table.from_pylist(extra, schema=OUTPUT_SCHEMA)])
-        order = pc.sort_indices(out, sort_keys=[(c, "ascending", "at_start")
-                                                for c in ("at", "event", "id", "r", "s", "reason")])
-        out = out.take(order)
-        c = {"rows_rejected": rows_rej, "ops_rejected": ops_rej,
-             "outputs": out.num_rows - int(pc.sum(pc.equal(out.column("event"), "rejected")).as_py() or 0)}
+        """Shard outputs + driver events -> one batch output (:func:`.shard_merge.merge_outputs`)."""
+        out, c, self.alive = merge_outputs(results, driver_events, st)
         return out, c
 
     def finish(self) -> dict[str, Any]:
+        """The rows the reorder buffer still holds (gaps accepted), then every shard's
+        ``finish()``; written as batch last+1, nothing snapshotted (as in driver mode)."""
         t0 = time.perf_counter()
         last = self.store.latest()
         st = self.load(last)
+        held = self.reorder.flush()
+        outs, c0 = [], {}
+        if held is not None:
+            out, c0, _ = self._step(st, [], held, released=True)
+            outs.append(out)
         P = st["position"]
         clock = {t: (np.array([P], np.int64), np.array([v], np.float64)) for t, v in st["clock"].items()}
         items = [(s, b"", [], st["blobs"][s], self.settings(), True, {"clock": clock}) for s in range(self.S)]
         results = self._run_shards(items)
         out, c = self.merge(results, [], st)
+        outs.append(out)
         k = (last if last is not None else -1) + 1
-        sinks.write_batch(self.cfg.out, k, out)
+        sinks.write_batch(self.cfg.out, k, pa.concat_tables(outs))
         c.update(rows_in=0, ops_in=0, rows_applied=0, ops_applied=0, late=0)
+        for key in ("rows_in", "rows_applied", "rows_rejected", "outputs"):
+            c[key] = c.get(key, 0) + c0.get(key, 0)
         return self._report(k, c, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0.0, alive=self.alive,
                             final=True, position=P)
-
-
-def _ev(event: str, ident: str | None, at: int | None, **kw) -> dict:
-    return {"event": event, "id": ident, "at": at, "value": kw.get("value"), "keys": kw.get("keys"),
-            "r": None, "s": None, "reason": kw.get("reason")}
-

@@ -6,15 +6,18 @@ for every batch id, exactly which files of *both* directories belong to it, so a
 after a crash sees the same rows and the same operations.
 
 Order inside a batch is made deterministic on the driver (:func:`split_batch`): files are ordered
-by path (Spark picks the files of a batch by modification time, then we order them by name) and
-rows inside a file by their position in the file; operation lines are handed to the engine
-*before* the batch's rows, in (file, line) order; the engine interleaves them at their exact ``at``.
+by (modification time, path) — the order in which Spark's file source takes new files, ties
+(files written within one millisecond) broken by path, never by listing order — and rows inside
+a file by their position in the file; a batch applied again uses the order recorded in its
+manifest. Operation lines are handed to the engine *before* the batch's rows, in (file, line)
+order; the engine interleaves them at their exact ``at``. Across batches, rows that carry
+``seq`` are put in seq order by :mod:`.reorder`.
 
 How rows travel, cheaply:
 
 * Parquet stream files travel whole: the stream source is Spark's ``binaryFile`` source (one
   row per file: ``_file`` = its path, ``_content`` = its bytes, 16 MB per million rows of two
-  numbers) and :func:`split_batch` decodes each file with pyarrow, in path order. No per-row
+  numbers) and :func:`split_batch` decodes each file with pyarrow, in file order. No per-row
   work happens in the JVM (converting a million decoded rows to Arrow there cost twice the JVM
   CPU time, ~1.3 s per million rows on this machine, competing with the engine for 2 cores), and
   the order of the rows inside a file is the file's own.
@@ -47,7 +50,7 @@ import pyarrow.parquet as pq
 from vigil.events import ERROR_COLUMN, parse_jsonl_lines
 
 CORRUPT = "_corrupt_record"
-HELPER_COLUMNS = ("_file", "_row", "_pos", "_op", "_line", "_content", CORRUPT)
+HELPER_COLUMNS = ("_file", "_mtime", "_row", "_pos", "_op", "_line", "_content", CORRUPT)
 BINARY_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 
 FORMATS = ("parquet", "json", "csv", "kafka")
@@ -149,7 +152,8 @@ def stream_rows(
         if max_files and files is None:
             reader = reader.option("maxFilesPerTrigger", int(max_files))
         df = reader.options(**opts).load(files if files is not None else str(path))
-        return df.select(F.col("path").alias("_file"), F.col("content").alias("_content"))
+        return df.select(F.col("path").alias("_file"), F.col("modificationTime").alias("_mtime"),
+                         F.col("content").alias("_content"))
     if schema is None:
         schema = infer_schema(spark, path, fmt, opts)
     reader = (spark.read if files is not None else spark.readStream).schema(schema)
@@ -160,7 +164,8 @@ def stream_rows(
     if fmt in ("json", "csv"):
         opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT, **opts}
     df = reader.options(**opts).format(fmt).load(files if files is not None else str(path))
-    return df.withColumn("_file", F.input_file_name())
+    return df.withColumn("_file", F.input_file_name()).withColumn(
+        "_mtime", F.col("_metadata.file_modification_time"))
 
 
 def operations(spark, path: str | Path | None, max_files: int | None = None, files: list[str] | None = None):
@@ -173,7 +178,8 @@ def operations(spark, path: str | Path | None, max_files: int | None = None, fil
     if max_files and files is None:
         reader = reader.option("maxFilesPerTrigger", int(max_files))
     df = reader.load(files if files is not None else str(path))
-    return df.select(F.col("path").alias("_file"), F.col("content").alias("_op"))
+    return df.select(F.col("path").alias("_file"), F.col("modificationTime").alias("_mtime"),
+                     F.col("content").alias("_op"))
 
 
 def combined(rows_df, ops_df):
@@ -207,7 +213,7 @@ def with_row_index(df):
     for JSON/CSV rows; whole files (Parquet, operations) need none."""
     from pyspark.sql import functions as F
 
-    if "_content" in df.columns or set(df.columns) <= {"_file", "_op"}:
+    if "_content" in df.columns or set(df.columns) <= {"_file", "_mtime", "_op"}:
         return df
     return df.withColumn("_row", F.monotonically_increasing_id())
 
@@ -215,10 +221,38 @@ def with_row_index(df):
 # ----------------------------------------------------------------------------- driver side
 
 
-def _order(tbl: pa.Table) -> np.ndarray:
-    """Indices that put rows in (file, position) order, the path being on every row. Rows of one
-    file arrive as one run in position order, so ordering the runs is enough; anything else falls
-    back to a full sort."""
+class FileOrder:
+    """The order of a batch's files: by (modification time, path) — the order in which Spark's
+    file source takes new files, with ties (files written in the same millisecond) broken by
+    path — or, for a batch applied again, the order recorded in its manifest (``recorded``)."""
+
+    def __init__(self, tbl: pa.Table, recorded: list[str] | None = None) -> None:
+        self.mtime: dict[str, int] = {}
+        if "_mtime" in tbl.column_names and tbl.num_rows:
+            f = tbl.column("_file").combine_chunks()
+            m = tbl.column("_mtime")
+            if not pa.types.is_integer(m.type):
+                m = pc.cast(pc.cast(m, pa.timestamp("us")), pa.int64())
+            m = m.combine_chunks()
+            keep = pc.and_(f.is_valid(), m.is_valid())
+            for name, t in zip(f.filter(keep).to_pylist(), m.filter(keep).to_pylist(), strict=True):
+                self.mtime.setdefault(name, t)
+        self.rank = {name: i for i, name in enumerate(recorded or [])}
+
+    def key(self, name: str) -> tuple:
+        if name in self.rank:
+            return (0, self.rank[name], 0, "")
+        return (1, 0, self.mtime.get(name, 0), name)
+
+    def sort(self, names: list[str]) -> list[int]:
+        """Indices of ``names`` in applied order."""
+        return sorted(range(len(names)), key=lambda i: self.key(names[i]))
+
+
+def _order(tbl: pa.Table, fo: FileOrder) -> np.ndarray:
+    """Indices that put rows in (file order, position) order, the path being on every row. Rows
+    of one file arrive as one run in position order, so ordering the runs is enough; anything
+    else falls back to a full sort."""
     n = tbl.num_rows
     if n == 0:
         return np.zeros(0, np.int64)
@@ -236,11 +270,11 @@ def _order(tbl: pa.Table) -> np.ndarray:
     within = pos if pos is not None else row
     monotone = bool(np.all(np.diff(within)[np.r_[codes[1:] == codes[:-1]]] > 0)) if n > 1 else True
     if len(set(run_codes.tolist())) != len(run_codes) or not monotone:
-        rank = np.argsort(np.array(names, dtype=object))
+        rank = np.array(fo.sort(names), np.int64)
         file_rank = np.empty_like(rank)
         file_rank[rank] = np.arange(len(rank))
         return np.lexsort((within, file_rank[codes]))
-    order_runs = sorted(range(len(starts)), key=lambda i: names[run_codes[i]])
+    order_runs = sorted(range(len(starts)), key=lambda i: fo.key(names[run_codes[i]]))
     return np.concatenate([np.arange(starts[i], ends[i]) for i in order_runs])
 
 
@@ -263,47 +297,53 @@ def _split_kinds(tbl: pa.Table) -> tuple[pa.Table, pa.Table]:
     return tbl.filter(valid), tbl.filter(pc.invert(valid))
 
 
-def _names(col) -> list[str]:
-    return [x for x in pc.unique(col).to_pylist() if x is not None]
+def _names(col, fo: FileOrder) -> list[str]:
+    names = [x for x in pc.unique(col).to_pylist() if x is not None]
+    return [names[i] for i in fo.sort(names)]
 
 
-def split_batch(tbl: pa.Table, fmt: str = "parquet") -> tuple[list[str], pa.Table, list[str]]:
-    """Split a collected micro-batch into (operation lines, stream rows, files) in arrival order.
+def split_batch(tbl: pa.Table, fmt: str = "parquet",
+                order: list[str] | None = None) -> tuple[list[str], pa.Table, list[str]]:
+    """Split a collected micro-batch into (operation lines, stream rows, files) in arrival order:
+    files by (modification time, path) (``order``: the files in the order recorded for this
+    batch, which wins), rows inside a file by position. ``files``: operation files, then stream
+    files, in that order (what the manifest records).
 
     Stream rows keep only user columns (plus ``__error__`` for malformed rows)."""
     if tbl.num_rows == 0:
         return [], _user_columns(tbl.slice(0, 0), fmt), []
+    fo = FileOrder(tbl, order)
     ops_t, rows_t = _split_kinds(tbl)
     ops: list[str] = []
-    files: set[str] = set()
-    if ops_t.num_rows:  # whole files, in path order, split into lines as vigil replay does
+    files: list[str] = []
+    if ops_t.num_rows:  # whole files, in file order, split into lines as vigil replay does
         names = ops_t.column("_file").to_pylist()
         data = ops_t.column("_op")
-        for i in sorted(range(len(names)), key=names.__getitem__):
+        for i in fo.sort(names):
             ops.extend(ln for ln in data[i].as_py().decode("utf-8", "replace").splitlines() if ln.strip())
-        files.update(names)
+            files.append(names[i])
     if "_line" in rows_t.column_names:  # Kafka: values are JSON objects
-        rows_t = rows_t.take(pa.array(_order(rows_t)))
-        files.update(_names(rows_t.column("_file")))
+        rows_t = rows_t.take(pa.array(_order(rows_t, fo)))
+        files += _names(rows_t.column("_file"), fo)
         lines = ["" if x is None else x for x in rows_t.column("_line").to_pylist()]
-        return ops, parse_jsonl_lines(lines), sorted(files)
+        return ops, parse_jsonl_lines(lines), files
     if "_content" in rows_t.column_names:  # whole Parquet files
-        rows_t, names = _decode_files(rows_t)
-        files.update(names)
+        rows_t, names = _decode_files(rows_t, fo)
+        files += names
     elif rows_t.num_rows:
-        rows_t = rows_t.take(pa.array(_order(rows_t)))
-        files.update(_names(rows_t.column("_file")))
-    return ops, _user_columns(rows_t, fmt), sorted(files)
+        rows_t = rows_t.take(pa.array(_order(rows_t, fo)))
+        files += _names(rows_t.column("_file"), fo)
+    return ops, _user_columns(rows_t, fmt), files
 
 
-def _decode_files(tbl: pa.Table) -> tuple[pa.Table, list[str]]:
-    """(the rows of the Parquet files in ``tbl``'s ``_content``, in path order; the paths). A file
+def _decode_files(tbl: pa.Table, fo: FileOrder | None = None) -> tuple[pa.Table, list[str]]:
+    """(the rows of the Parquet files in ``tbl``'s ``_content``, in file order; the paths). A file
     that cannot be read, or whose columns clash with the batch's earlier files (a column of
     another type), becomes one row whose ``__error__`` says why: rejected by the engine, the run
     goes on."""
     names = tbl.column("_file").to_pylist()
     content = tbl.column("_content")
-    order = sorted(range(len(names)), key=names.__getitem__)
+    order = (fo or FileOrder(tbl)).sort(names)
     rows = None
     for i in order:
         try:

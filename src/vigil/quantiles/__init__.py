@@ -4,10 +4,16 @@ QuantileOperator protocol (one instance per (column, rows window or None)):
 
     op = Impl(eps, rows)               # eps: the engine's summary epsilon (--quantile-epsilon);
                                        # rows: sliding window length in seq units, or None
-    op.register(qid, phi, eps, start)  # query (phi, eps_q); counts only elements with seq > start
+    op.register(qid, phi, eps, start, notify=False)
+                                       # query (phi, eps_q); counts only elements with seq > start;
+                                       # notify: its result is maintained and pushed as it changes
     op.terminate(qid)
-    op.push(values, seqs)              # float64[n], int64[n] strictly increasing
+    op.push(values, seqs) -> (qids, offsets, values)
+                                       # float64[n], int64[n] strictly increasing; returns the notify
+                                       # updates: int64 qids, int64 offsets into the batch, float64
+                                       # values, sorted by (offset, qid)
     op.lookup(qids, n) -> float64[k]   # answers after element n; NaN when the window is empty
+                                       # (a notify query: its maintained value)
     op.summary(qid, n) -> float64[m]   # the query's mergeable summary after element n (sharded mode)
 
 Window after element n, for a query registered at start: the pushed elements with seq > start
@@ -15,10 +21,13 @@ Window after element n, for a query registered at start: the pushed elements wit
 Mergeable summaries (sharded mode, :mod:`vigil.pipeline.sharded`): when the elements are
 partitioned over several operators (one per shard, by seq), each shard's ``summary(qid, n)`` covers
 its part of the query's window; :func:`merge_summaries` combines the parts on the driver and
-:func:`answer_from_summary` answers. The oracle's summary is its sorted window values (merging is
-exact). This is the hook a GK-style operator (paper 004) implements with a real mergeable
-summary: it then returns its summary in the same form, sorted values that stand for the window
-(there with weights/ranks, and merge_summaries would grow a weighted variant).
+:func:`answer_from_summary` answers. The oracle's summary is its sorted window values (exact);
+the GK-based operators return weighted tuples, float64 (m, 3) rows (v, r-, r+), and
+merge_summaries merges both kinds (bound: see its docstring).
+Notify updates: a notify query gets an update at its first element (the first pushed element
+with seq > start) and at every element where its maintained value changes, and only then; after
+every element the latest update's value satisfies the contract below (the oracle maintains the
+exact answer and reports every change of it).
 Contract: with N elements in the window, the answer is one of them and its rank r (any rank it
 occupies among ties) satisfies |r - max(1, ceil(phi*N))| <= e*N + 1, where
 e = max(eps_q, summary eps). The oracle answers exactly.
@@ -41,13 +50,13 @@ class QuantileOperator(ABC):
         self.rows = rows
 
     @abstractmethod
-    def register(self, qid: int, phi: float, eps: float, start: int) -> None: ...
+    def register(self, qid: int, phi: float, eps: float, start: int, notify: bool = False) -> None: ...
 
     @abstractmethod
     def terminate(self, qid: int) -> None: ...
 
     @abstractmethod
-    def push(self, values: np.ndarray, seqs: np.ndarray) -> None: ...
+    def push(self, values: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
     @abstractmethod
     def lookup(self, qids: np.ndarray, n: int) -> np.ndarray: ...
@@ -64,16 +73,58 @@ class QuantileOperator(ABC):
     def from_state(cls, state: dict[str, Any]) -> QuantileOperator: ...
 
 
-def merge_summaries(parts: list[np.ndarray]) -> np.ndarray:
-    """Merge the shards' summaries of one query (sorted arrays) into one sorted array. O(m log m)."""
-    if not parts:
-        return np.empty(0, np.float64)
-    return np.sort(np.concatenate([np.asarray(p, np.float64) for p in parts]), kind="mergesort")
+def as_tuples(part: np.ndarray) -> np.ndarray:
+    """A summary as float64 (m, 3) rows (v, r-, r+): sorted values (1-D, exact) get their ranks."""
+    a = np.asarray(part, np.float64)
+    if a.ndim == 1:
+        r = np.arange(1, len(a) + 1, dtype=np.float64)
+        return np.column_stack([a, r, r])
+    return a.reshape(-1, 3)
+
+
+def merge_summaries(parts: list[np.ndarray], return_part: bool = False):
+    """Merge summaries of disjoint parts of one window into a summary of the union, as float64
+    (M, 3) rows (v, r-, r+) (GK-style weighted tuples; a 1-D sorted array is an exact summary).
+
+    Order of the union: by value, then part, then position in the part. A tuple of part j at
+    merged position k gets r- = its r- plus, for every other part, the r- of that part's last tuple
+    before k; and r+ = its r+ plus, for every other part, the r+ of its first tuple after k minus
+    one (that part's size if none). Each part must keep its maximum exactly (r- = r+ = its size:
+    GK does, and so do sorted values). Bound: if every part has r+_i - r-_{i-1} <= 2 e_j n_j, the
+    merge has gaps <= sum_j 2 e_j n_j <= 2 max(e_j) N: it is max(e_j)-approximate (Theorem 1).
+    O(M log M). With ``return_part``, also the index (into ``parts``) each merged tuple came from."""
+    tup = [as_tuples(p) for p in parts]
+    keep = [j for j, t in enumerate(tup) if len(t)]
+    tup = [tup[j] for j in keep]
+    if not tup:
+        empty = np.empty((0, 3), np.float64)
+        return (empty, np.empty(0, np.int64)) if return_part else empty
+    v = np.concatenate([t[:, 0] for t in tup])
+    part = np.concatenate([np.full(len(t), j) for j, t in enumerate(tup)])
+    sizes = np.array([t[-1, 2] for t in tup])
+    dlo = np.concatenate([np.diff(t[:, 1], prepend=0.0) for t in tup])
+    dhi = np.concatenate([np.r_[t[:-1, 2] - t[1:, 2], t[-1, 2] - 1 - sz] for t, sz in zip(tup, sizes, strict=True)])
+    order = np.lexsort((part, v))
+    r_lo = np.cumsum(dlo[order])
+    r_hi = sizes.sum() + np.cumsum(dhi[order][::-1])[::-1] + 1
+    out = np.column_stack([v[order], r_lo, r_hi])
+    if return_part:
+        return out, np.asarray(keep, np.int64)[part[order]]
+    return out
 
 
 def answer_from_summary(summary: np.ndarray, phi: float) -> float:
-    """The phi-quantile of a merged summary: the element of rank max(1, ceil(phi*N)); NaN if empty."""
-    from ..windows.oracle import quantile_rank
+    """The phi-quantile from a (merged) summary: the element of rank max(1, ceil(phi*N)) for sorted
+    values; for (v, r-, r+) tuples the value whose rank interval is closest to that rank
+    (error <= max over tuples of the gap / 2: e*N for an e-approximate merge). NaN if empty."""
+    from ..arrays import quantile_rank
 
-    n = len(summary)
-    return float(summary[quantile_rank(phi, n) - 1]) if n else math.nan
+    s = np.asarray(summary, np.float64)
+    if s.ndim == 1:
+        n = len(s)
+        return float(s[quantile_rank(phi, n) - 1]) if n else math.nan
+    if not len(s):
+        return math.nan
+    t = quantile_rank(phi, int(s[-1, 2]))
+    err = np.maximum(np.maximum(t - s[:, 1], s[:, 2] - t), 0.0)
+    return float(s[int(np.argmin(err)), 0])

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..windows.oracle import GrowableArray, check_increasing, decimal_value, quantile_rank
+from ..arrays import GrowableArray, check_increasing, decimal_value, quantile_rank
 from . import QuantileOperator
 
 
@@ -36,28 +36,63 @@ class QuantileOracle(QuantileOperator):
         self._values = GrowableArray(np.float64)
         self._seqs = GrowableArray(np.int64)
         self._q: dict[int, tuple[float, float, int]] = {}  # qid -> (phi, eps_q, start)
+        self._notify: dict[int, float] = {}  # notify qid -> last reported exact answer (NaN: none)
 
-    def register(self, qid: int, phi: float, eps: float, start: int = 0) -> None:
+    def register(self, qid: int, phi: float, eps: float, start: int = 0, notify: bool = False) -> None:
         qid = int(qid)
         if qid in self._q:
             raise ValueError(f"qid {qid} is already registered")
         if not (0 < phi <= 1):
             raise ValueError(f"phi must lie in (0, 1], got {phi}")
         self._q[qid] = (float(phi), float(eps), int(start))
+        if notify:
+            self._notify[qid] = math.nan
 
     def terminate(self, qid: int) -> None:
         self._q.pop(int(qid), None)
+        self._notify.pop(int(qid), None)
 
     def alive(self) -> int:
         return len(self._q)
 
-    def push(self, values: np.ndarray, seqs: np.ndarray) -> None:
+    def push(self, values: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Store the elements; returns the notify updates (qids, offsets, values): an update
+        whenever a notify query's exact answer changes (O(k * W log W) per element)."""
         seqs = np.asarray(seqs, dtype=np.int64)
         if len(values) != len(seqs):
             raise ValueError("values and seqs differ in length")
         check_increasing(seqs, int(self._seqs.view[-1]) if len(self._seqs) else None)
+        base = len(self._values)
         self._values.extend(values)
         self._seqs.extend(seqs)
+        uq: list[int] = []
+        uo: list[int] = []
+        uv: list[float] = []
+        if self._notify:
+            ids = sorted(self._notify)
+            for off in range(len(seqs)):
+                n = int(seqs[off])
+                for q in ids:
+                    phi, _, start = self._q[q]
+                    if n <= start:
+                        continue
+                    srt = np.sort(self._window(n, start, base + off + 1))
+                    v = float(srt[quantile_rank(phi, len(srt)) - 1]) if len(srt) else math.nan
+                    last = self._notify[q]
+                    if not (v == last or (math.isnan(v) and math.isnan(last))):
+                        self._notify[q] = v
+                        uq.append(q)
+                        uo.append(off)
+                        uv.append(v)
+        return np.array(uq, np.int64), np.array(uo, np.int64), np.array(uv, np.float64)
+
+    def _window(self, n: int, start: int, upto: int) -> np.ndarray:
+        seqs = self._seqs.view[:upto]
+        mask = seqs > start
+        if self.rows is not None:
+            mask &= seqs >= n - self.rows + 1
+        v = self._values.view[:upto][mask]
+        return v[~np.isnan(v)]
 
     def window_values(self, n: int, start: int = 0) -> np.ndarray:
         """The non-null values of the window after element n, in arrival order, for a query that
@@ -99,6 +134,8 @@ class QuantileOracle(QuantileOperator):
             "phi": np.array([self._q[i][0] for i in ids], dtype=np.float64),
             "eps_q": np.array([self._q[i][1] for i in ids], dtype=np.float64),
             "start": np.array([self._q[i][2] for i in ids], dtype=np.int64),
+            "notify": np.array(sorted(self._notify), dtype=np.int64),
+            "notify_last": np.array([self._notify[i] for i in sorted(self._notify)], dtype=np.float64),
         }
 
     @classmethod
@@ -108,6 +145,8 @@ class QuantileOracle(QuantileOperator):
         op._seqs.extend(s["seqs"])
         for qid, phi, e, st in zip(s["qids"], s["phi"], s["eps_q"], s["start"], strict=True):
             op._q[int(qid)] = (float(phi), float(e), int(st))
+        for qid, last in zip(s.get("notify", []), s.get("notify_last", []), strict=True):
+            op._notify[int(qid)] = float(last)
         return op
 
 

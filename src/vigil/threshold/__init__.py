@@ -7,6 +7,7 @@ Protocol every implementation follows (numpy in, numpy out; nothing of Spark or 
     op.terminate(qids)               # int64[k]; ids not alive are ignored
     qids, offsets = op.push(points, weights)        # float64[n,d], int64[n] (>= 1)
     op.alive() -> int                               # number of alive queries
+    op.remaining() -> (qids, lo, hi, rem)           # alive queries, exact remaining thresholds
     op.state() -> dict ; Impl.from_state(dict) -> op   # see vigil.state (no pickle)
 
 Ranges are closed: a point p is in query q iff lo[q, j] <= p[j] <= hi[q, j] for every j
@@ -41,6 +42,11 @@ class ThresholdOperator(ABC):
 
     @abstractmethod
     def alive(self) -> int: ...
+
+    def remaining(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(qids, lo[k,d], hi[k,d], remaining thresholds tau - W > 0) of the alive queries;
+        registering them with these thresholds elsewhere continues them exactly."""
+        raise NotImplementedError(f"{type(self).__name__}.remaining")
 
     @abstractmethod
     def state(self) -> dict[str, Any]: ...

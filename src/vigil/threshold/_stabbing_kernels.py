@@ -17,7 +17,8 @@ Everything here works on flat numpy arrays; no jitclass, no Python call per elem
 
 Counters hold the *remaining* weight ``rem = tau - W``; a query matures when ``rem <= 0``. Dead
 entries (terminated or matured, not yet purged by a rebuild) hold ``DEAD = 2**62`` and so never
-reach 0: weights are bounded by ~1e9, so 2**62 survives > 4e9 elements between rebuilds.
+reach 0: the operators reset them to DEAD before 2**61 of weight has been pushed since the last
+reset (``stabbing._Base.push``), so they stay above 2**61.
 """
 
 from __future__ import annotations

@@ -44,6 +44,11 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   (``stats["rebuilds"]``), so space stays O(m_alive log^d m_alive). Done per structure of the
   logarithmic method (each structure is the §4 structure on its own queries), and checked
   after TERMINATE and after every block of ``CHUNK`` elements of a push.
+* Weights and thresholds up to 2**53 (the contract's range, ``_limits``) are exact however many
+  elements arrive: a push is cut into chunks of total weight <= 2**60, and a structure whose
+  counters (bounded by the weight pushed through it since its build) could pass 2**61 with the
+  next chunk is first rebuilt on its queries' exact remaining thresholds, which restarts its
+  counters at 0 (``stats["renormalised"]``; never with realistic weights).
 * §5 logarithmic method. Structures T_1..T_g with m_alive(T_i) <= 2^(i-1) (P3), each alive
   query in exactly one (P2), g = O(log m) (P1). REGISTER of a batch of k queries (k = 1 is the
   paper's rule (8)) takes the smallest j with sum_{i<=j} m_alive(T_i) + k <= 2^(j-1), collects
@@ -71,13 +76,17 @@ import numpy as np
 
 from . import ThresholdOperator
 from . import _kernels as K
+from ._limits import weight_cuts
 
 #: elements processed per kernel call inside one push; rebuild conditions are checked between
 CHUNK = 1 << 16
 #: thresholds above this are treated as this (see ``register``)
 TAU_CAP = 1 << 62
+#: a structure whose counters could exceed this with the next chunk is rebuilt first (counters
+#: <= total weight since build; keys sigma = c + lambda < COUNTER_LIMIT + TAU_CAP < 2**63)
+COUNTER_LIMIT = float(1 << 61)
 
-_STAT_KEYS = ("rebuilds", "merges", "builds")
+_STAT_KEYS = ("rebuilds", "merges", "builds", "renormalised")
 
 _warm = False
 
@@ -120,6 +129,7 @@ class _Structure:
         "out_o",
         "n_alive",
         "n_built",
+        "wsum",
     )
 
     def __init__(self, qids: np.ndarray, klo: np.ndarray, khi: np.ndarray, rem: np.ndarray) -> None:
@@ -177,6 +187,7 @@ class _Structure:
         self.out_o = np.empty(k, dtype=np.int64)
         self.n_alive = k
         self.n_built = k
+        self.wsum = 0.0  # weight pushed through this structure since its build (counters' bound)
 
     def locate(self, qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(mask over ``qids`` of those held here, their local indices)."""
@@ -194,7 +205,7 @@ class _Structure:
         return self.qids[m], self.klo[m], self.khi[m], rem
 
     def nbytes(self) -> int:
-        return sum(getattr(self, a).nbytes for a in self.__slots__ if a not in ("n_alive", "n_built"))
+        return sum(getattr(self, a).nbytes for a in self.__slots__ if a not in ("n_alive", "n_built", "wsum"))
 
 
 class DT(ThresholdOperator):
@@ -302,8 +313,8 @@ class DT(ThresholdOperator):
             raise ValueError("inverted range: lo must be <= hi")
         if (tau < 1).any():
             raise ValueError("thresholds must be >= 1")
-        # keys sigma = c + lambda stay far from int64 overflow; a weight of 2**62 (4.6e18) is
-        # beyond any stream this runs on, so the clamp never changes an answer in practice
+        # keys sigma = c + lambda stay below 2**63 (counters are renormalised below 2**61, see
+        # push); the contract's thresholds (<= 2**53) are never clamped
         tau = np.minimum(tau, TAU_CAP)
         # as in the oracle: registering an alive qid replaces it (its weight restarts at 0), and
         # within one batch the last occurrence of a qid wins
@@ -380,12 +391,23 @@ class DT(ThresholdOperator):
             w[bad] = 0
         outq, outo = [], []
         st = self._st
-        for c0 in range(0, n, CHUNK):
-            c1 = min(n, c0 + CHUNK)
+        chunks = [(c0, min(b, c0 + CHUNK)) for a, b in weight_cuts(w) for c0 in range(a, b, CHUNK)]
+        for c0, c1 in chunks:
             xc, wc = xk[c0:c1], w[c0:c1]
-            for i, t in enumerate(self._trees):
+            cw = float(wc.sum(dtype=np.float64))
+            for i in range(len(self._trees)):
+                t = self._trees[i]
                 if t is None:
                     continue
+                if t.wsum + cw > COUNTER_LIMIT:
+                    # node counters only grow: rebuild on the exact remaining thresholds (they
+                    # restart at 0) before any could leave int64 (weights up to 2**53)
+                    self._counts["renormalised"] += 1
+                    self._install(i, self._build([t.export_alive()]) if t.n_alive > 0 else None)
+                    t = self._trees[i]
+                    if t is None:
+                        continue
+                t.wsum += cw
                 cnt = K.push_dt(
                     xc,
                     wc,
@@ -414,6 +436,13 @@ class DT(ThresholdOperator):
         o = np.concatenate(outo)
         order = np.lexsort((q, o))
         return q[order], o[order]
+
+    def remaining(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(qids, lo[k,d], hi[k,d], remaining thresholds tau - W) of the alive queries (exact
+        weights read from the counters): registering them with these thresholds in any operator
+        continues every query exactly (how ``auto`` switches algorithms)."""
+        s = self.state()
+        return s["qids"], s["lo"], s["hi"], s["tau"]
 
     # ---------------------------------------------------------------- snapshots
     def state(self) -> dict[str, Any]:

@@ -42,6 +42,10 @@ class ThresholdOracle(ThresholdOperator):
     def alive(self) -> int:
         return len(self.q)
 
+    def remaining(self):
+        s = self.state()
+        return s["qids"], s["lo"], s["hi"], s["tau"] - s["w"]
+
     def state(self) -> dict[str, Any]:
         ids = sorted(self.q)
         d = self.dim

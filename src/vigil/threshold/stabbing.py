@@ -29,8 +29,10 @@ outnumber alive ones. ``scan`` compacts its arrays on the same rule, ``rtree`` r
 
 All four produce exactly the oracle's output (``vigil.threshold.oracle``): closed ranges,
 infinite bounds, (qid, 0-based offset) sorted by (offset, qid). Registering an alive qid
-replaces it (its weight restarts at 0), as in the oracle. Thresholds above 2**61 are treated as
-2**61 (unreachable by any realistic stream). ``state()`` has the oracle's layout
+replaces it (its weight restarts at 0), as in the oracle. Weights and thresholds are exact in the
+contract's range [1, 2**53] however many elements arrive (``_limits``: pushes are cut into
+sub-batches of total weight <= 2**60 and dead counters are reset before they could reach 0);
+thresholds above 2**61 would be treated as 2**61. ``state()`` has the oracle's layout
 (dim, qids, lo, hi, tau, w), so states move freely between implementations.
 """
 
@@ -43,8 +45,10 @@ import numpy as np
 from ..errors import Unsupported
 from . import ThresholdOperator
 from . import _stabbing_kernels as K
+from ._limits import weight_cuts
 
 _CAP = 1 << 61  # thresholds are clamped here so that alive counters stay far below K.DEAD
+_RENORM = float(1 << 61)  # dead counters (K.DEAD = 2**62) are reset before this much weight
 _EMPTY_I = np.zeros(0, np.int64)
 
 
@@ -126,6 +130,7 @@ class _Base(ThresholdOperator):
         super().__init__(dim)
         if self.dim < 1:
             raise Unsupported(f"{self.name}: dimension must be >= 1, got {self.dim}")
+        self._wsince = 0.0  # weight pushed since dead counters were last reset
 
     def register(self, qids, lo, hi, tau) -> None:
         qids, lo, hi, tau = _as_queries(qids, lo, hi, tau, self.dim)
@@ -139,12 +144,49 @@ class _Base(ThresholdOperator):
         pts = np.asarray(points, dtype=np.float64).reshape(w.shape[0], self.dim)
         return pts, w
 
+    def push(self, points, weights):
+        """Exact for weights and thresholds up to 2**53 however many elements arrive: sub-batches
+        of total weight <= 2**60 (``_limits.weight_cuts``), and the counters of dead entries
+        (2**62, decremented by the stabbing structures until the next rebuild) are reset
+        before their accumulated decrements could reach 2**61."""
+        pts, w = self._prep_points(points, weights)
+        tot = float(w.sum(dtype=np.float64))
+        if self._wsince + tot <= _RENORM:
+            self._wsince += tot
+            return self._push_raw(pts, w)
+        qs, offs = [], []
+        for c0, c1 in weight_cuts(w):
+            cw = float(w[c0:c1].sum(dtype=np.float64))
+            if self._wsince + cw > _RENORM:
+                self._renormalise()
+                self._wsince = 0.0
+            self._wsince += cw
+            q, o = self._push_raw(pts[c0:c1], np.ascontiguousarray(w[c0:c1]))
+            qs.append(q)
+            offs.append(o + c0)
+        return _sorted_out(qs, offs)
+
+    def _push_raw(self, pts, w):
+        raise NotImplementedError
+
+    def _renormalise(self) -> None:
+        """Reset the counters of dead entries to ``K.DEAD``."""
+        raise NotImplementedError
+
     def _insert(self, qids, lo, hi, tau, rem) -> None:
         raise NotImplementedError
 
     def _alive_arrays(self) -> tuple[np.ndarray, ...]:
         """(qid, lo[k,d], hi[k,d], tau, rem) of the alive queries, any order."""
         raise NotImplementedError
+
+    def remaining(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(qids, lo[k,d], hi[k,d], remaining thresholds tau - W) of the alive queries:
+        registering them with these thresholds in any operator continues every query exactly
+        (how ``auto`` switches algorithms)."""
+        qid, lo, hi, _tau, rem = self._alive_arrays()
+        return qid.copy(), np.asarray(lo, float).reshape(-1, self.dim).copy(), \
+            np.asarray(hi, float).reshape(-1, self.dim).copy(), rem.copy()
 
     def state(self) -> dict[str, Any]:
         qid, lo, hi, tau, rem = self._alive_arrays()
@@ -214,6 +256,10 @@ class Scan(_Base):
         self.n = b
         self.n_alive += k
 
+    def _renormalise(self) -> None:
+        dead = ~self.live[: self.n]
+        self.rem[: self.n][dead] = K.DEAD
+
     def _kill(self, slots: np.ndarray) -> None:
         self.rem[slots] = K.DEAD
         self.live[slots] = False
@@ -238,8 +284,7 @@ class Scan(_Base):
         self.n = k
         self.ids.put(self.qid[:k], np.arange(k, dtype=np.int64))
 
-    def push(self, points, weights):
-        pts, w = self._prep_points(points, weights)
+    def _push_raw(self, pts, w):
         if w.shape[0] == 0 or self.n_alive == 0:
             return _EMPTY_I.copy(), _EMPTY_I.copy()
         pt = np.ascontiguousarray(pts.T)
@@ -381,6 +426,10 @@ class _LogMethod(_Base):
         while len(self.levels) >= 2 and self.levels[-2].alive < 2 * self.levels[-1].alive:
             self._merge(self.levels[-2:])
 
+    def _renormalise(self) -> None:
+        for lev in self.levels:
+            lev.rem[~lev.live] = K.DEAD
+
     def _insert(self, qids, lo, hi, tau, rem) -> None:
         self._add_level(qids, lo, hi, tau, rem)
         self.n_alive += qids.shape[0]
@@ -401,8 +450,7 @@ class _LogMethod(_Base):
         self.n_alive -= h.shape[0]
         self._maintain()
 
-    def push(self, points, weights):
-        pts, w = self._prep_points(points, weights)
+    def _push_raw(self, pts, w):
         if w.shape[0] == 0 or self.n_alive == 0:
             return _EMPTY_I.copy(), _EMPTY_I.copy()
         qs, offs = [], []
@@ -515,8 +563,7 @@ class RTreeStabbing(Scan):
         if self.n - self.n_alive > max(self.n_alive, 1024):
             self._rebuild()
 
-    def push(self, points, weights):
-        pts, w = self._prep_points(points, weights)
+    def _push_raw(self, pts, w):
         n = w.shape[0]
         if n == 0 or self.n_alive == 0:
             return _EMPTY_I.copy(), _EMPTY_I.copy()

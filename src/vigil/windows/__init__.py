@@ -19,6 +19,15 @@ Rows window [NL, NR] after element n: the elements with seq in [n-NL+1, n-NR] an
 empty window). Empty window -> NaN, except COUNT -> 0. QUANTILE(phi) = the element of 1-based rank
 max(1, ceil(phi*N)) in sorted order.
 
+Lookups are for n >= the last pushed seq (the engine's order: an operation at n applies after
+element n); implementations that keep only what windows can reach (all but the oracle) assume it.
+Implementations (``vigil.registry.IMPLEMENTATIONS["windows"]``; ``auto`` is the default):
+``rint`` (SUM/COUNT/AVG), ``bint`` (+ MIN/MAX), ``lint`` (rows windows only), ``bint_qnt``
+(QUANTILE), ``slickdeque`` (MIN/MAX, suffix windows only), baselines ``psoup``,
+``materialize_all`` (SUM/COUNT/AVG), ``materialize_none``; they also offer ``nbytes()`` (bytes of
+element-side state). An aggregate or window an implementation cannot serve raises
+``vigil.errors.Unsupported`` in ``register`` with the reason.
+
 SubstreamOperator protocol (one instance per (key column, value column, agg, time column)):
 
     op = Impl(agg)                     # count | sum

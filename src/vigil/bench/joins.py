@@ -1,0 +1,262 @@
+"""``vigil bench joins``: paper 003 §5 (Figs. 7-11) on the Table I workload
+(:mod:`vigil.workloads.joins`), every strategy in one process on the same generated input, plus
+DuckDB joining each batch of arriving R tuples with the stored S and the queries as a table.
+
+Per sweep point: R and S are loaded (|R| = |S| = 100,000 x scale) before any query exists, the
+queries are registered (100,000 x scale), then arriving R tuples are pushed in batches of each
+``batch`` size until ``budget`` seconds have passed or ``arrivals`` tuples were pushed; the rate
+is tuples per second. Mode ``count`` = output cost excluded (the operators count result pairs,
+as the paper measures); ``pairs`` = outputs materialised (row ``ALGO+pairs``). DuckDB rows:
+``duckdb`` (count(*) of the new pairs per batch) at the same batch sizes.
+
+Presets: fig7 (select joins vs number of queries; vs stabbing groups via rangeC lengths), fig8
+(vs event selection rate via rangeA lengths; vs event join rate via the B domain), fig9
+(SJ-Hotspot vs fraction of queries in hotspots), fig10 (band joins vs queries; vs groups;
+``--points centres=30,300``: our clustered selective variant, see workloads.joins),
+fig11 (band joins: cost per query update, 50% insertions / 50% deletions).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from .. import registry
+from ..joins.partition import stabbing_number
+from ..workloads import joins as wl
+from .common import Result, print_table, result_doc, write_json
+
+SELECT_ALGOS = ["ssi", "hotspot", "join_first", "select_first", "vanilla", "duckdb"]
+BAND_ALGOS = ["ssi", "hotspot", "qouter", "douter", "mj", "duckdb"]
+PRESETS: dict[str, dict[str, Any]] = {
+    "fig7": {"kind": "select", "sweeps": {"n_queries": [100, 1_000, 10_000, 100_000], "c_len": [2_000.0, 600.0, 150.0, 40.0]}},
+    "fig8": {"kind": "select", "sweeps": {"a_len": [200_000.0, 100_000.0, 20_000.0, 2_000.0], "b_domain": [1_000, 100, 20]}},
+    "fig9": {"kind": "select", "sweeps": {"hot_frac": [0.1, 0.4, 0.7, 1.0]}, "n_queries": 500_000},
+    "fig10": {"kind": "band", "sweeps": {"n_queries": [100, 1_000, 10_000, 100_000], "b_len": [400.0, 100.0, 20.0, 4.0]}},
+    "fig11": {"kind": "band", "updates": True},
+}
+
+
+def _params(kind: str, key: str | None, value, scale: float, n_queries: int) -> dict:
+    p: dict[str, Any] = {"n_tuples": max(100, int(100_000 * scale)), "n_queries": max(10, int(n_queries * scale))}
+    if key == "n_queries":
+        p["n_queries"] = max(10, int(value * scale))
+    elif key == "centres":  # our clustered, selective band variant: 1 centre per 3,000 queries
+        p.update(centres=int(value), b_len=0.05, b_domain=10_000_000)
+    elif key is not None and key != "hot_frac":
+        p[key] = value
+    return p
+
+
+def _clustered(p: dict, hot_frac: float, seed: int) -> dict:
+    """Fig. 9: a fraction of the rangeC's drawn around 20 hot centres, the rest scattered (short
+    ranges spread over a disjoint part of the domain)."""
+    w = wl.select_workload(**p, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    n = len(w["rows"])
+    hot = rng.random(n) < hot_frac
+    centres = rng.uniform(0, 5_000, 20)
+    mid = np.where(hot, centres[rng.integers(0, 20, n)] + rng.normal(0, 20, n), rng.uniform(5_000, 10_000, n))
+    ln = np.where(hot, np.abs(rng.normal(200, 20, n)), np.abs(rng.normal(2, 0.5, n)))
+    w["rows"][:, 2] = (mid - ln / 2).round()
+    w["rows"][:, 3] = (mid + ln / 2).round()
+    return w
+
+
+def _duckdb(kind: str, w: dict, batch: int, budget: float, arrivals: int) -> tuple[float, int, int]:
+    import duckdb
+    import pyarrow as pa
+
+    con = duckdb.connect()
+    con.execute("SET threads TO 1")
+    if kind == "band":
+        con.register("s0", pa.table({"b": w["s_key"]}))
+        con.register("q0", pa.table({"lo": w["rows"][:, 0], "hi": w["rows"][:, 1]}))
+        sql = "SELECT count(*) FROM rb r, s, q WHERE s.b - r.b BETWEEN q.lo AND q.hi"
+    else:
+        con.register("s0", pa.table({"b": w["s_key"], "c": w["s_x"]}))
+        r = w["rows"]
+        con.register("q0", pa.table({"alo": r[:, 0], "ahi": r[:, 1], "clo": r[:, 2], "chi": r[:, 3]}))
+        sql = ("SELECT count(*) FROM rb r JOIN s ON r.b = s.b JOIN q ON r.a BETWEEN q.alo AND q.ahi "
+               "AND s.c BETWEEN q.clo AND q.chi")
+    con.execute("CREATE TABLE s AS SELECT * FROM s0").fetchall()
+    con.execute("CREATE TABLE q AS SELECT * FROM q0").fetchall()
+    done = 0
+    pairs = 0
+    t0 = time.perf_counter()
+    while done < arrivals and time.perf_counter() - t0 < budget:
+        b = min(batch, arrivals - done)
+        cols = {"b": w["in_key"][1 + done : 1 + done + b]}  # the tuples our runs push (the 1st warms up)
+        if kind != "band":
+            cols["a"] = w["in_x"][1 + done : 1 + done + b]
+        con.register("rb", pa.table(cols))
+        pairs += con.execute(sql).fetchall()[0][0]
+        con.unregister("rb")
+        done += b
+    return time.perf_counter() - t0, done, pairs
+
+
+def _ours(kind: str, algo: str, mode: str, w: dict, batch: int, budget: float, arrivals: int) -> tuple[float, int, int, dict]:
+    op = registry.resolve("joins", algo)(kind, mode)
+    n = len(w["s_key"])
+    x_s = None if kind == "band" else w["s_x"].reshape(-1, 1)
+    x_r = None if kind == "band" else w["r_x"].reshape(-1, 1)
+    op.insert("right", np.arange(1, n + 1), w["s_key"], x_s, None)
+    op.insert("left", np.arange(n + 1, 2 * n + 1), w["r_key"], x_r, None)
+    t0 = time.perf_counter()
+    for i, s in enumerate(wl.specs(kind, w["rows"], w.get("w"))):
+        op.register(i, s)
+    t_reg = time.perf_counter() - t0
+    seq = 2 * n + 1
+    key = w["in_key"]
+    x = None if kind == "band" else w["in_x"].reshape(-1, 1)
+    t0 = time.perf_counter()  # first insert: compiles (cached) and builds the query index
+    op.insert("left", np.array([seq]), key[:1], None if x is None else x[:1], None)
+    t_build = time.perf_counter() - t0
+    seq += 1
+    done, pairs = 0, 0
+    t0 = time.perf_counter()
+    while done < arrivals - 1 and time.perf_counter() - t0 < budget:
+        b = min(batch, arrivals - 1 - done)
+        c0 = op.counted
+        q, _, _ = op.insert("left", np.arange(seq, seq + b), key[1 + done : 1 + done + b],
+                            None if x is None else x[1 + done : 1 + done + b], None)
+        pairs += (op.counted - c0) if mode == "count" else len(q)
+        seq += b
+        done += b
+    return time.perf_counter() - t0, done, pairs, {"register_s": t_reg, "first_insert_s": t_build}
+
+
+def _fig11(scale: float, algos: list[str], seed: int, budget: float, console: Console) -> list[Result]:
+    """Cost per query update: 100,000 x scale updates (insert a new query / delete a random
+    alive one, p = 0.5) on 100,000 x scale queries; every 100 updates the lazily rebuilt query
+    index is brought up to date as the next arriving tuple would (its rebuild is part of the
+    cost; no probe is timed)."""
+    p = _params("band", None, None, scale, 100_000)
+    w = wl.band_workload(n_queries=2 * p["n_queries"], n_tuples=p["n_tuples"], n_arrivals=p["n_queries"], seed=seed)
+    sp = wl.specs("band", w["rows"])
+    n0 = p["n_queries"]
+    out = []
+    for algo in [a for a in algos if a != "duckdb"]:
+        op = registry.resolve("joins", algo)("band", "count")
+        n = len(w["s_key"])
+        op.insert("right", np.arange(1, n + 1), w["s_key"], None, None)
+        for i in range(n0):
+            op.register(i, sp[i])
+        op.insert("left", np.array([n + 1]), w["in_key"][:1], None, None)
+        rng = np.random.default_rng(seed)
+        alive = list(range(n0))
+        nxt = n0
+        done = 0
+        t0 = time.perf_counter()
+        while done < n0 and time.perf_counter() - t0 < budget:
+            if rng.random() < 0.5 and nxt < len(sp):
+                op.register(nxt, sp[nxt])
+                alive.append(nxt)
+                nxt += 1
+            else:
+                k = int(rng.integers(len(alive)))
+                alive[k], alive[-1] = alive[-1], alive[k]
+                op.terminate(alive.pop())
+            done += 1
+            if done % 100 == 0:  # bring the lazily rebuilt query index up to date (no probe timed)
+                op._queries_changed()
+                op._dirty = False
+        secs = time.perf_counter() - t0
+        out.append(Result(algo, secs, done, extra={"point": {"queries": n0}, "rate_per_s": done / secs}))
+        console.log(f"fig11 {algo}: {secs / done * 1e6:,.1f} us per query update")
+    return out
+
+
+def run_preset(preset: str, scale: float | None = None, algos: list[str] | None = None,
+               out: str | Path = "results/joins.json", batches: list[int] | None = None, budget: float = 5.0,
+               seed: int = 0, materialise: bool = True, progress: bool = True,
+               points: dict[str, list[float]] | None = None) -> dict:
+    """Run one preset; ``points`` replaces the preset's sweeps (e.g. {"n_queries": [100000]})."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    cfg = PRESETS[preset]
+    kind = cfg["kind"]
+    scale = 0.1 if scale is None else float(scale)
+    algos = algos or (BAND_ALGOS if kind == "band" else SELECT_ALGOS)
+    batches = batches or [1, 1_000, 100_000]
+    console = Console()
+    results: list[Result] = []
+    if cfg.get("updates"):
+        results = _fig11(scale, algos, seed, budget, console)
+    for key, values in (points or cfg.get("sweeps", {})).items():
+        for v in values:
+            p = _params(kind, key, v, scale, cfg.get("n_queries", 100_000))
+            arrivals = max(batches) + 1
+            if kind == "band":
+                w = wl.band_workload(**p, n_arrivals=arrivals, seed=seed)
+                tau = stabbing_number(w["rows"][:, 0], w["rows"][:, 1])
+            else:
+                w = _clustered(p | {"n_arrivals": arrivals}, v, seed) if key == "hot_frac" else \
+                    wl.select_workload(**p, n_arrivals=arrivals, seed=seed)
+                tau = stabbing_number(w["rows"][:, 2], w["rows"][:, 3])
+            point = {key: v}
+            for algo in algos:
+                modes = ["count"] + (["pairs"] if materialise and algo in ("ssi", "hotspot") else [])
+                rate_seen: dict[str, float] = {}
+                for batch in sorted(batches):
+                    for mode in (["count"] if algo == "duckdb" else modes):
+                        est = batch / rate_seen[mode] if mode in rate_seen else 0.0
+                        if est > 3 * budget:  # one call could not be cut at the budget
+                            console.log(f"{preset} {key}={v:g} batch={batch} {algo}/{mode}: skipped "
+                                        f"(one batch would take ~{est:,.0f} s at the rate measured)")
+                            continue
+                        if algo == "duckdb":
+                            secs, done, pairs = _duckdb(kind, w, batch, budget, arrivals - 1)
+                            extra: dict[str, Any] = {}
+                        else:
+                            secs, done, pairs, extra = _ours(kind, algo, mode, w, batch, budget, arrivals)
+                        name = algo if mode == "count" else f"{algo}+pairs"
+                        rate = done / secs if secs > 0 else float("nan")
+                        rate_seen[mode] = rate
+                        results.append(Result(name, secs, done, extra={
+                            "point": point | {"batch": batch}, "rate_per_s": rate, "pairs_per_tuple": pairs / max(done, 1),
+                            "tau": tau, "queries": p["n_queries"], "stored": p["n_tuples"], **extra}))
+                        console.log(f"{preset} {key}={v:g} batch={batch} {name}: {rate:,.0f} tuples/s "
+                                    f"(tau={tau}, {pairs / max(done, 1):,.0f} pairs/tuple)")
+    doc = result_doc("joins", preset, {"scale": scale, "batches": batches, "budget_s": budget, "seed": seed,
+                                       "kind": kind}, results)
+    write_json(out, doc)
+    print_table(doc, reference="ssi", console=console)
+    _plot(doc, Path(out).with_suffix(".png"))
+    return doc
+
+
+def _plot(doc: dict, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = doc["results"]
+    keys = list(dict.fromkeys(k for r in res for k in r["extra"]["point"] if k != "batch"))
+    batch = 1_000 if any(r["extra"]["point"].get("batch") == 1_000 for r in res) else None
+    fig, axes = plt.subplots(1, max(1, len(keys)), figsize=(6.0 * max(1, len(keys)), 4.4), dpi=80, squeeze=False)
+    for ax, key in zip(axes[0], keys or ["queries"], strict=True):
+        algos = list(dict.fromkeys(r["algo"] for r in res))
+        for i, a in enumerate(algos):
+            pts = sorted((r["extra"]["point"][key], r["extra"]["rate_per_s"]) for r in res
+                         if r["algo"] == a and key in r["extra"]["point"] and r["extra"]["point"].get("batch") == batch)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=f"C{i % 10}", label=a,
+                        linestyle="--" if a == "duckdb" else "-")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(key)
+        ax.set_ylabel("updates per second" if doc["preset"] == "fig11" else "incoming tuples per second")
+        ax.set_title(f"{doc['preset']} ({key}; batch {batch})", fontsize=10)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

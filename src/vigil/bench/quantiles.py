@@ -1,0 +1,343 @@
+"""``vigil bench quantiles``: paper 004's experiments (§5), scaled, plus peers and the issue's targets.
+
+Presets (``--scale F`` multiplies the paper's sizes; default 0.1):
+
+* fig5  — clustering (§5.1, Figs. 5-6): clusters and time of QC_A, QC_B, OQC for growing query sets
+  (uniform and Zipf (phi, eps_q), eps = min eps_q).
+* fig8  — CASU over QC_A vs QC_B clusters (§5.2): time, trigger fires, messages; semisort and uniform.
+* fig9  — asynchronous updates without clustering (§5.3): 1M*F queries, 5M*F elements, 3 streams.
+* fig10 — CSU vs CASU with clustering, 2M*F predefined queries, 5M*F elements (§5.4).
+* fig11 — 2M*F dynamically issued queries (arrivals uniform over the stream; whole-stream queries).
+* fig12 — query batches issued and dropped like a sliding window (uni10, uni20, zipf10, zipf20).
+* fig13 — sliding windows (W = 500K*F) on the three streams: total time and summary time.
+* fig14 — sliding windows: W in {200K, 600K, 1M}*F and eps in {0.005, 0.01, 0.02}.
+* peers  — the GK summary against DataSketches KLL and REQ and t-digest (fastdigest): observed rank
+  error, space, elements/s; and the continuous-query peer: a KLL sketch whose sorted view is
+  recomputed every 1,000 elements and every notify query re-answered from it.
+* targets — the issue's targets: casu with 1M*F notify queries on uniform and semisort streams
+  (elements/s, query-processing overhead over summary maintenance alone), the KLL re-answer peer on
+  the same input, OQC's cluster count against QC_B's.
+
+Every processing result records ``extra``: fires (cluster re-evaluations triggered), evaluations,
+messages (update events), clusters, summary_seconds (GK maintenance alone on the same input) and
+overhead = seconds / summary_seconds - 1.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..workloads.quantiles import arrivals, data_stream, query_batches, query_set
+from .common import Result, plot_doc, png_path, print_table, result_doc, write_json
+
+PRESETS = ("fig5", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "peers", "targets")
+EPS = 0.005
+BATCH = 100_000
+
+
+def _op(algo: str, eps: float, rows: int | None = None):
+    from ..quantiles.casu import CASU
+    from ..quantiles.csu import CSU
+    from ..quantiles.naive import Naive
+    from ..quantiles.su import SU
+
+    if algo == "casu_noclust":  # Algorithm 4 without clustering (§5.3)
+        cls = type("CASUNoClust", (CASU,), {"clustered": False})
+    elif algo == "casu_qcb":
+        cls = type("CASUQCB", (CASU,), {"offline_algo": "qc_b"})
+    else:
+        cls = {"casu": CASU, "csu": CSU, "su": SU, "naive": Naive}[algo]
+    return cls(eps, rows)
+
+
+def summary_seconds(x: np.ndarray, eps: float, batch: int = BATCH) -> float:
+    from ..quantiles.gk import GKSummary
+
+    g = GKSummary(eps)
+    g.insert(x[:10])  # compile
+    g = GKSummary(eps)
+    t = time.perf_counter()
+    for p in range(0, len(x), batch):
+        g.insert(x[p:p + batch])
+    return time.perf_counter() - t
+
+
+def run_processing(algo: str, x: np.ndarray, phi: np.ndarray, eq: np.ndarray, eps: float = EPS,
+                   batch: int = BATCH, arrive: np.ndarray | None = None,
+                   drops: list[np.ndarray] | None = None, summary_s: float | None = None) -> Result:
+    """Push x through ``algo`` with notify queries (phi, eq): predefined (registered before the
+    first element), dynamic (``arrive``: each query's arrival position) or batches (``drops``:
+    batch i issued at a random position, the previous batch dropped gradually before it)."""
+    op = _op(algo, eps)
+    qids = np.arange(len(phi), dtype=np.int64)
+    t0 = time.perf_counter()
+    cuts = {0, len(x)}
+    events: dict[int, list[tuple[str, np.ndarray]]] = {}
+    if arrive is None and drops is None:
+        op.register_many(qids, phi, eq, 0, notify=True)
+    elif arrive is not None:
+        for pos in np.unique(arrive).tolist():
+            events.setdefault(pos, []).append(("reg", qids[arrive == pos]))
+    else:
+        rng = np.random.default_rng(9)
+        issue = np.sort(rng.integers(0, len(x), len(drops)))
+        issue[0] = 0
+        for i, b in enumerate(drops):
+            events.setdefault(int(issue[i]), []).append(("reg", b))
+            if i + 1 < len(drops):  # dropped gradually (random order) before the next batch arrives
+                span = max(1, int(issue[i + 1]) - int(issue[i]))
+                when = int(issue[i]) + 1 + (np.arange(len(b)) * span) // max(1, len(b))
+                order = rng.permutation(b)
+                for pos in np.unique(when).tolist():
+                    events.setdefault(min(pos, int(issue[i + 1])), []).append(("drop", order[when == pos]))
+    cuts |= set(events)
+    cuts |= set(range(0, len(x), batch))
+    stops = sorted(c for c in cuts if 0 <= c <= len(x))
+    messages = 0
+    curve_x, curve_t = [], []
+    for a, b in zip(stops, stops[1:], strict=False):
+        for kind, qs in events.get(a, []):
+            if kind == "reg":
+                op.register_many(qs, phi[qs], eq[qs], 0, notify=True)
+            else:
+                for q in qs.tolist():
+                    op.terminate(q)
+        if b > a:
+            q, _, _ = op.push(x[a:b], np.arange(a + 1, b + 1, dtype=np.int64))
+            messages += len(q)
+            curve_x.append(b)
+            curve_t.append(time.perf_counter() - t0)
+    secs = time.perf_counter() - t0
+    if summary_s is None:
+        summary_s = summary_seconds(x, eps, batch)
+    step = max(1, len(curve_x) // 40)
+    return Result(algo, secs, len(x), extra={
+        "fires": op.stats["fires"], "evaluations": op.stats["evaluations"], "messages": messages,
+        "clusters": op.cluster_count(), "summary_tuples": op.summary_size(), "queries": len(phi),
+        "elements_per_s": len(x) / secs, "summary_seconds": summary_s, "overhead": secs / summary_s - 1,
+        "curve": {"x": curve_x[::step], "per_op_us": [t / n * 1e6 for t, n in zip(curve_t[::step], curve_x[::step],
+                                                                                   strict=True)],
+                  "xlabel": "elements"}})
+
+
+def run_kll_reanswer(x: np.ndarray, phi: np.ndarray, every: int = 1000, k: int = 200, batch: int = BATCH) -> Result:
+    """The continuous-query peer: KLL sketch, sorted view recomputed every ``every`` elements, every
+    notify query re-answered from it (messages: answers that changed)."""
+    from datasketches import kll_doubles_sketch
+
+    sk = kll_doubles_sketch(k)
+    ph = np.sort(phi)
+    last = None
+    messages = 0
+    t0 = time.perf_counter()
+    for p in range(0, len(x), every):
+        sk.update(x[p:p + every])
+        ans = np.asarray(sk.get_quantiles(ph))
+        if last is not None:
+            messages += int(np.count_nonzero(ans != last))
+        else:
+            messages += len(ans)
+        last = ans
+    secs = time.perf_counter() - t0
+    return Result("kll_reanswer", secs, len(x), extra={"messages": messages, "queries": len(phi),
+                                                       "elements_per_s": len(x) / secs, "every": every, "k": k,
+                                                       "note": f"answers up to {every - 1} elements stale"})
+
+
+def _rank_error(srt: np.ndarray, vals: np.ndarray, phis: np.ndarray) -> float:
+    n = len(srt)
+    lo = np.searchsorted(srt, vals, "left") + 1
+    hi = np.searchsorted(srt, vals, "right")
+    t = np.maximum(1, np.ceil(phis * n))
+    return float(np.max(np.maximum(0, np.maximum(lo - t, t - hi))) / n)
+
+
+def run_peers(x: np.ndarray, eps: float = EPS, batch: int = BATCH) -> list[Result]:
+    import fastdigest
+    from datasketches import kll_doubles_sketch, req_floats_sketch
+
+    from ..quantiles.gk import GKSummary
+
+    srt = np.sort(x)
+    phis = np.linspace(0.001, 1.0, 1000)
+    out = []
+    for name in ("gk", "kll", "req", "tdigest"):
+        t0 = time.perf_counter()
+        if name == "gk":
+            g = GKSummary(eps)
+            for p in range(0, len(x), batch):
+                g.insert(x[p:p + batch])
+            secs = time.perf_counter() - t0
+            vals = np.array([g.query(f) for f in phis])
+            space = g.m * 24
+        elif name == "kll":
+            s = kll_doubles_sketch(200)
+            for p in range(0, len(x), batch):
+                s.update(x[p:p + batch])
+            secs = time.perf_counter() - t0
+            vals = np.asarray(s.get_quantiles(phis))
+            space = len(s.serialize())
+        elif name == "req":
+            s = req_floats_sketch(12)
+            x32 = x.astype(np.float32)
+            for p in range(0, len(x), batch):
+                s.update(x32[p:p + batch])
+            secs = time.perf_counter() - t0
+            vals = np.asarray(s.get_quantiles(phis), np.float64)
+            srt_r = np.sort(x32).astype(np.float64)
+            space = len(s.serialize())
+        else:
+            d = fastdigest.TDigest()
+            for p in range(0, len(x), batch):
+                d.batch_update(x[p:p + batch])
+            secs = time.perf_counter() - t0
+            vals = np.asarray(d.quantile_vec(phis)) if hasattr(d, "quantile_vec") else np.array([d.quantile(f) for f in phis])
+            space = d.n_centroids * 16
+        err = _rank_error(srt_r if name == "req" else srt, vals, phis)
+        out.append(Result(name, secs, len(x), extra={"max_rank_error": err, "space_bytes": space,
+                                                     "elements_per_s": len(x) / secs}))
+    return out
+
+
+def run_clustering(n_points: list[int], dist: str, seed: int = 0) -> list[Result]:
+    from ..quantiles.clustering import qc_a, qc_b, query_interval
+    from ..quantiles.oqc import OQC
+
+    out = []
+    phi, eq = query_set(max(n_points), dist, (1e-4, 1.0), seed)
+    for n in n_points:
+        ph, e = phi[:n], eq[:n]
+        eps = float(e.min())
+        a, b = query_interval(ph, e, eps)
+        for name in ("qc_a", "qc_b", "oqc"):
+            t0 = time.perf_counter()
+            if name == "qc_a":
+                k = len(qc_a(a, b, eps)[1])
+            elif name == "qc_b":
+                k = len(qc_b(a, b)[1])
+            else:
+                o = OQC()
+                for q, (x, y) in enumerate(zip(a.tolist(), b.tolist(), strict=True)):
+                    o.register(q, x, y)
+                k = len(o)
+            out.append(Result(name, time.perf_counter() - t0, n,
+                              extra={"clusters": k, "point": {"queries": n}, "dist": dist}))
+    return out
+
+
+def run_sliding(x: np.ndarray, window: int, eps: float, n_queries: int, batch: int = 10_000) -> list[Result]:
+    from ..quantiles.sliding import Sliding
+
+    phi, eq = query_set(n_queries, "uniform", (eps, 4 * eps), 5)
+    res = []
+    for label, nq in (("sliding_summary", 0), ("sliding_csu", n_queries)):
+        op = Sliding(eps, window)
+        for q in range(nq):
+            op.register(q, float(phi[q]), float(eq[q]), 0, notify=True)
+        t0 = time.perf_counter()
+        messages = 0
+        for p in range(0, len(x), batch):
+            q, _, _ = op.push(x[p:p + batch], np.arange(p + 1, p + 1 + len(x[p:p + batch]), dtype=np.int64))
+            messages += len(q)
+        res.append(Result(label, time.perf_counter() - t0, len(x),
+                          extra={"window": window, "eps": eps, "queries": nq, "messages": messages,
+                                 "evaluations": op.evaluations, "buckets": len(op.btup),
+                                 "point": {"window": window, "eps": eps}}))
+    return res
+
+
+def run_preset(preset: str, scale: float | None = None, algos: list[str] | None = None,
+               out: str | Path = "results/quantiles.json", seed: int = 0, progress: bool = True) -> dict[str, Any]:
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    f = 0.1 if scale is None else float(scale)
+    n_q = max(1000, int(2_000_000 * f))
+    results: list[Result] = []
+    params: dict[str, Any] = {"scale": f, "eps": EPS}
+    if preset == "fig5":
+        pts = sorted({max(100, int(p * f)) for p in (20_000, 60_000, 100_000, 200_000, 400_000, 1_000_000, 2_000_000)})
+        for dist in ("uniform", "zipf"):
+            results += run_clustering(pts, dist, seed)
+        params.update(points=pts)
+    elif preset in ("fig8", "fig9", "fig10", "fig11", "fig12", "targets"):
+        n_x = int((2_000_000 if preset in ("fig8", "fig12", "targets") else 5_000_000) * f)
+        streams = {"fig8": ["semisort", "uniform"], "fig9": ["uniform", "normal", "semisort"],
+                   "fig10": ["uniform", "normal", "semisort"], "fig11": ["semisort", "normal"],
+                   "fig12": ["semisort"], "targets": ["uniform", "semisort"]}[preset]
+        names = algos or {"fig8": ["casu", "casu_qcb"], "fig9": ["casu_noclust"], "fig10": ["csu", "casu"],
+                          "fig11": ["csu", "casu"], "fig12": ["casu"], "targets": ["casu"]}[preset]
+        nq = int(1_000_000 * f) if preset in ("fig9", "targets") else n_q
+        params.update(elements=n_x, queries=nq, streams=streams)
+        for kind in streams:
+            x = data_stream(kind, n_x, seed)
+            sec = summary_seconds(x, EPS)
+            if preset == "fig12":
+                for dist in ("uniform", "zipf"):
+                    phi, eq = query_set(nq, dist, (0.005, 0.02), seed + 1)
+                    for k in (10, 20):
+                        for a in names:
+                            r = run_processing(a, x, phi, eq, drops=query_batches(nq, k, seed), summary_s=sec)
+                            r.extra.update(stream=kind, pattern=f"{dist[:3]}{k}")
+                            r.algo = f"{a}/{dist[:3]}{k}"
+                            results.append(r)
+                continue
+            phi, eq = query_set(nq, "uniform", (0.005, 0.02), seed + 1)
+            arrive = arrivals(nq, n_x, seed) if preset == "fig11" else None
+            for a in names:
+                r = run_processing(a, x, phi, eq, arrive=arrive, summary_s=sec)
+                r.extra["stream"] = kind
+                r.algo = f"{a}/{kind}"
+                results.append(r)
+            if preset == "targets":
+                r = run_kll_reanswer(x, phi)
+                r.extra["stream"] = kind
+                r.algo = f"kll_reanswer/{kind}"
+                results.append(r)
+                results.append(Result(f"summary_only/{kind}", sec, n_x, extra={"stream": kind}))
+        if preset == "targets":
+            from ..quantiles.clustering import qc_b, query_interval
+            from ..quantiles.oqc import OQC
+
+            phi, eq = query_set(nq, "uniform", (0.005, 0.02), seed + 1)
+            a_, b_ = query_interval(phi, eq, EPS)
+            o = OQC()
+            t0 = time.perf_counter()
+            for q in np.random.default_rng(seed).permutation(nq).tolist():
+                o.register(q, float(a_[q]), float(b_[q]))
+            t_oqc = time.perf_counter() - t0
+            kb = len(qc_b(a_, b_)[1])
+            results.append(Result("oqc_vs_qcb", t_oqc, nq, extra={"oqc_clusters": len(o), "qcb_clusters": kb,
+                                                                  "ratio": len(o) / kb}))
+    elif preset == "peers":
+        n_x = int(5_000_000 * f)
+        x = data_stream("uniform", n_x, seed)
+        results += run_peers(x)
+        params.update(elements=n_x)
+    elif preset in ("fig13", "fig14"):
+        n_x = int(2_000_000 * f)
+        nq = max(100, int(10_000 * f))
+        params.update(elements=n_x, queries=nq, note="sliding notify queries: 10,000*F (Python per-query loop)")
+        if preset == "fig13":
+            for kind in ("uniform", "normal", "semisort"):
+                for r in run_sliding(data_stream(kind, n_x, seed), int(500_000 * f), EPS, nq):
+                    r.algo = f"{r.algo}/{kind}"
+                    r.extra["stream"] = kind
+                    results.append(r)
+        else:
+            x = data_stream("semisort", n_x, seed)
+            for w in (200_000, 600_000, 1_000_000):
+                for e in (0.005, 0.01, 0.02):
+                    results += run_sliding(x, int(w * f), e, nq)
+    doc = result_doc("quantiles", preset, params, results)
+    p = write_json(out, doc)
+    print_table(doc, reference=results[0].algo if results else "casu")
+    try:
+        plot_doc(doc, png_path(out), title=f"quantiles / {preset}")
+    except Exception as e:  # noqa: BLE001 - a plot must not lose the results
+        print(f"plot skipped: {e}")
+    print(f"wrote {p}")
+    return doc

@@ -1,0 +1,291 @@
+"""Substream-filter benchmark: paper 002 §6.3, Fig. 12 ("Performance of CI-COUNT for various values
+of p. The naive approach processes 1000 inputs/second"; CI-COUNT with a well-chosen p about
+25,000 inputs/second, 700 MHz Pentium III).
+
+========  =====================================================================================
+fig12     one trading day, ~5,000 Zipf symbols (:mod:`vigil.workloads.substream`), 100 COUNT
+          queries (v, inf) with suffix windows of 15 min .. 3 h and 3-5% selectivity; after a
+          3-hour warm-up (pushed untimed, so that every window is full), updates and lookups
+          alternate in batches of ``batch`` elements then ``batch`` lookups of random queries at
+          the same position. Algorithms: ``ci`` (CI-COUNT + exact post-filter) for p in
+          1, 2, 4, 8, 16; ``naive`` (exact per-key R-INT style counts, every key per lookup: the
+          paper's baseline); ``naive_probe`` (every key per lookup, but "count > v" decided by one
+          probe of the key's (v+1)-th last element, as CI's post-filter: a stronger per-key peer);
+          ``duckdb`` (each lookup batch recomputed in SQL: GROUP BY key HAVING count(*) > v over
+          the rows of the window, the whole day's rows registered once as an Arrow table).
+========  =====================================================================================
+
+An *input* (operation) is one update or one lookup, as in the paper. Every algorithm replays the
+same trace; algorithms other than ci stop after a time budget (wall clock) and are extrapolated
+linearly in the number of inputs (``extra.prefix``: inputs measured). Times are the process's CPU
+seconds (``time.process_time``; DuckDB runs on one thread) because the machine is shared: wall
+clock is kept in ``extra.wall_seconds``. The answers of the first lookups are
+compared across algorithms (``extra.verified``). ``extra.selectivity`` is the measured mean
+fraction of symbols reported; ``extra.checked_per_lookup`` the exact per-key lookups CI needed.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from ..specs import SubstreamFilterSpec
+from ..windows.ci import CI
+from ..windows.substream_naive import SubstreamNaive
+from ..workloads.substream import DAY_OPEN, ssf_queries, trade_day
+from .common import Result, make_progress, png_path, result_doc, write_json
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    title: str
+    trades: int  # trades in the day at scale 1
+    n_symbols: int = 5000
+    n_queries: int = 100
+    warmup: float = 3 * 3600.0
+    p_values: tuple[int, ...] = (1, 2, 4, 8, 16)
+    batches: tuple[int, ...] = (1, 10, 100, 1000)
+    default_scale: float = 0.5
+    budget: float = 15.0  # seconds per baseline run at scale 1 (scaled with scale, >= 3)
+    paper: str = ""
+
+
+PRESETS: dict[str, Preset] = {
+    "fig12": Preset("fig12", "Fig. 12: CI-COUNT + post-filter vs naive per-key, p swept", trades=1_000_000,
+                    paper="naive ~1,000 inputs/s; CI-COUNT with a good p ~25,000 inputs/s (25x); 700 MHz PIII"),
+}
+DEFAULT_ALGOS = ("ci", "naive", "naive_probe", "duckdb")
+VERIFY = 300  # lookups whose answers are compared across algorithms
+
+
+@dataclass
+class Trace:
+    times: np.ndarray
+    keys: np.ndarray
+    seqs: np.ndarray
+    warm: int  # elements pushed before the timed phase
+    T: np.ndarray
+    v: np.ndarray
+    picks: np.ndarray  # query index of each lookup of the timed phase (one per timed update)
+    n_symbols: int
+
+
+def build_trace(preset: Preset, scale: float, seed: int) -> Trace:
+    n = max(1000, int(round(preset.trades * scale)))
+    day = trade_day(n, preset.n_symbols, seed=seed)
+    qs = ssf_queries(day, preset.n_queries, seed=seed + 1)
+    warm = int(np.searchsorted(day.times, DAY_OPEN + preset.warmup))
+    picks = np.random.default_rng(seed + 2).integers(0, preset.n_queries, n - warm)
+    return Trace(day.times, day.keys, np.arange(1, n + 1, dtype=np.int64), warm, qs.T, qs.v, picks, preset.n_symbols)
+
+
+def _specs(tr: Trace) -> list[SubstreamFilterSpec]:
+    return [SubstreamFilterSpec(type="substream_filter", id=f"q{i}", agg="count", key="symbol", time=float(T),
+                                range=[float(v), None]) for i, (T, v) in enumerate(zip(tr.T, tr.v, strict=True))]
+
+
+def _run_operator(op, tr: Trace, batch: int, budget: float) -> tuple[float, int, list[frozenset], int]:
+    """Replay the trace through ``op``; returns (timed seconds, inputs timed, first answers,
+    reported keys in total)."""
+    for i, sp in enumerate(_specs(tr)):
+        op.register(i, sp, 0)
+    ones = np.ones(len(tr.keys))
+    for a in range(0, tr.warm, 200_000):
+        b = min(tr.warm, a + 200_000)
+        op.push(ones[a:b], tr.times[a:b], tr.keys[a:b], tr.seqs[a:b])
+    answers: list[frozenset] = []
+    reported = 0
+    n = len(tr.keys)
+    done = 0
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        for a in range(tr.warm, n, batch):
+            b = min(n, a + batch)
+            op.push(ones[a:b], tr.times[a:b], tr.keys[a:b], tr.seqs[a:b])
+            res = op.lookup(tr.picks[a - tr.warm: b - tr.warm], b, float(tr.times[b - 1]))
+            done += 2 * (b - a)
+            if len(answers) < VERIFY:
+                answers.extend(frozenset(r.tolist()) for r in res)
+            reported += sum(len(r) for r in res)
+            if time.perf_counter() - t0 > budget:
+                break
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+    finally:
+        gc.enable()
+    return cpu, wall, done, answers[:VERIFY], reported
+
+
+def _run_duckdb(tr: Trace, batch: int, budget: float) -> tuple[float, int, list[frozenset], int]:
+    import duckdb
+    import pyarrow as pa
+
+    con = duckdb.connect()
+    con.execute("SET threads TO 1")  # one core, as every other algorithm here
+    con.register("trades", pa.table({"seq": tr.seqs, "ts": tr.times, "sym": tr.keys}))
+    sql = ("SELECT q.i, t.sym FROM trades t JOIN qb q ON t.ts > q.t0 WHERE t.seq <= ? "
+           "GROUP BY q.i, t.sym, q.v HAVING count(*) > q.v")
+    answers: list[frozenset] = []
+    reported = 0
+    done = 0
+    n = len(tr.keys)
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    for a in range(tr.warm, n, batch):
+        b = min(n, a + batch)
+        picks = tr.picks[a - tr.warm: b - tr.warm]
+        t_now = float(tr.times[b - 1])
+        qb = pa.table({"i": np.arange(len(picks)), "t0": t_now - tr.T[picks], "v": tr.v[picks]})
+        con.register("qb", qb)
+        rows = con.execute(sql, [b]).fetchnumpy()
+        con.unregister("qb")
+        done += 2 * (b - a)
+        res: list[set] = [set() for _ in picks]
+        for i, s in zip(rows["i"].tolist(), rows["sym"].tolist(), strict=True):
+            res[i].add(s)
+        if len(answers) < VERIFY:
+            answers.extend(frozenset(r) for r in res)
+        reported += sum(len(r) for r in res)
+        if time.perf_counter() - t0 > budget:
+            break
+    return time.process_time() - c0, time.perf_counter() - t0, done, answers[:VERIFY], reported
+
+
+def run_preset(preset: str, scale: float | None, algos: list[str] | None, out: Path, seed: int = 0,
+               progress: bool = True) -> dict[str, Any]:
+    """Run preset ``fig12`` (see the module docstring); writes ``out`` (JSON) and a PNG beside it,
+    prints the table, returns the result document."""
+    if preset not in PRESETS:
+        raise KeyError(f"unknown substream preset {preset!r}; expected one of {sorted(PRESETS)}")
+    pr = PRESETS[preset]
+    scale = pr.default_scale if scale is None else float(scale)
+    algos = list(algos or DEFAULT_ALGOS)
+    for a in algos:
+        if a not in DEFAULT_ALGOS:
+            raise KeyError(f"unknown algorithm {a!r} for {preset}; expected some of {list(DEFAULT_ALGOS)}")
+    tr = build_trace(pr, scale, seed)
+    budget = max(3.0, pr.budget * scale)
+    total = 2 * (len(tr.keys) - tr.warm)
+    runs: list[tuple[str, int, int | None]] = []
+    for b in pr.batches:
+        for a in algos:
+            if a == "ci":
+                runs.extend(("ci", b, p) for p in pr.p_values)
+            else:
+                runs.append((a, b, None))
+    results: list[Result] = []
+    reference: dict[int, list[frozenset]] = {}
+    console = Console()
+    with make_progress(console, progress) as bar:
+        task = bar.add_task(f"substream {preset}", total=len(runs))
+        for algo, b, p in runs:
+            bar.update(task, description=f"{algo} batch={b}" + (f" p={p}" if p else ""))
+            if algo == "duckdb":
+                secs, wall, done, ans, reported = _run_duckdb(tr, b, budget)
+                checked = None
+            else:
+                op = CI("count", p) if algo == "ci" else SubstreamNaive("count", probe=algo == "naive_probe")
+                secs, wall, done, ans, reported = _run_operator(op, tr, b, math.inf if algo == "ci" else budget)
+                checked = op.checked / (done / 2) if algo == "ci" else None
+            lookups = done // 2
+            extra: dict[str, Any] = {"point": {"batch": b, **({"p": p} if p else {})},
+                                     "selectivity": reported / max(1, lookups) / tr.n_symbols,
+                                     "inputs_per_s": done / secs if secs else None, "wall_seconds": wall}
+            if checked is not None:
+                extra["checked_per_lookup"] = checked
+            if b not in reference:
+                reference[b] = ans
+            m = min(len(ans), len(reference[b]))
+            extra["verified"] = ans[:m] == reference[b][:m]
+            seconds = secs
+            if done < total:
+                extra.update(prefix=done, measured_seconds=secs,
+                             extrapolation="linear in inputs (per-input cost of the measured prefix)")
+                seconds = secs * total / done
+            results.append(Result(algo, seconds, total, extra=extra))
+            bar.advance(task)
+    params = {"scale": scale, "trades": len(tr.keys), "symbols": pr.n_symbols, "queries": pr.n_queries,
+              "warmup_elements": tr.warm, "timed_inputs": total, "windows_s": [900, 10800],
+              "selectivity_target": [0.03, 0.05], "p_values": list(pr.p_values), "batches": list(pr.batches),
+              "budget_s": budget, "seed": seed, "paper": pr.paper}
+    doc = result_doc("substream", preset, params, results)
+    write_json(out, doc)
+    plot(doc, png_path(out))
+    Console(width=max(console.width, 130)).print(table(doc))
+    return doc
+
+
+def table(doc: dict[str, Any]) -> Table:
+    """Inputs/s per (batch, algorithm, p) and the speedup over naive at the same batch size."""
+    t = Table(title=f"substream / {doc['preset']} (inputs = updates + lookups)", title_justify="left")
+    for c in ("batch", "algo", "p", "seconds", "inputs/s", "x naive", "sel.", "chk/lkp", "note"):
+        t.add_column(c, justify="left" if c in ("algo", "note") else "right", no_wrap=True)
+    naive = {r["extra"]["point"]["batch"]: r["per_op_us"] for r in doc["results"] if r["algo"] == "naive"}
+    last = None
+    for r in doc["results"]:
+        ex = r["extra"]
+        b = ex["point"]["batch"]
+        if last is not None and b != last:
+            t.add_section()
+        last = b
+        ratio = f"{naive[b] / r['per_op_us']:.3g}" if b in naive and r["per_op_us"] else "-"
+        note = []
+        if "prefix" in ex:
+            note.append(f"prefix {ex['prefix']:,}")
+        if ex.get("verified") is False:
+            note.append("MISMATCH")
+        chk = ex.get("checked_per_lookup")
+        t.add_row(str(b), r["algo"], str(ex["point"].get("p", "")), f"{r['seconds']:,.3g}",
+                  f"{1e6 / r['per_op_us']:,.0f}", ratio, f"{ex['selectivity']:.3f}",
+                  "-" if chk is None else f"{chk:.1f}", "; ".join(note))
+    return t
+
+
+def plot(doc: dict[str, Any], path: Path) -> Path:
+    """Fig. 12's axes: inputs/s against p for CI (one line per batch size), the naive approach and
+    DuckDB as horizontal lines at each batch size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=80)
+    res = doc["results"]
+    batches = sorted({r["extra"]["point"]["batch"] for r in res})
+    ps = sorted({r["extra"]["point"]["p"] for r in res if "p" in r["extra"]["point"]})
+    for i, b in enumerate(batches):
+        color = f"C{i}"
+        ci = sorted((r["extra"]["point"]["p"], 1e6 / r["per_op_us"]) for r in res
+                    if r["algo"] == "ci" and r["extra"]["point"]["batch"] == b)
+        if ci:
+            ax.plot([x for x, _ in ci], [y for _, y in ci], "o-", color=color, label=f"CI-COUNT, batch {b}")
+        for r in res:
+            if r["algo"] != "ci" and r["extra"]["point"]["batch"] == b and ps:
+                ax.hlines(1e6 / r["per_op_us"], ps[0], ps[-1], colors=color,
+                          linestyles={"naive": "--", "naive_probe": "-."}.get(r["algo"], ":"),
+                          label=f"{r['algo']}, batch {b}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("p (levels per size; epsilon about 2/p)")
+    ax.set_ylabel("inputs (updates + lookups) per second")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    ax.set_title(f"substream / {doc['preset']}: CI-COUNT + post-filter vs naive per-key", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

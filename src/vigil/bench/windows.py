@@ -1,0 +1,393 @@
+"""Windows-family benchmarks: the experiments of paper 002 (Arasu & Widom, "Resource Sharing in
+Continuous Sliding-Window Aggregates", VLDB 2004), §6.1-§6.2, plus today's peers:
+
+========  =====================================================================================
+fig9      §6.1, Fig. 9: input rate (updates + lookups per second) vs the fraction of updates, 1,000
+          SUM operators S[N, 0], N = 1..1000, lookups uniform over the operators; R-INT, B-INT,
+          PSoup, materialize-all, materialize-none (+ L-INT, DuckDB, bottleneck)
+fig10     §6.2, Fig. 10: update rate vs N_max (R-INT SUM, B-INT MAX, B-INT-QNT, slickdeque MAX)
+fig11     §6.2, Fig. 11: lookup rate vs window width W at N_max = 100,000, suffix and historical
+          windows (slickdeque: suffix only); peers: DuckDB and bottleneck per lookup batch
+fig12     §6.3 substream filters: dispatched to ``vigil.bench.substream`` (another module)
+========  =====================================================================================
+
+Every algorithm of a point runs in this process on the same generated input, one after another,
+through the batch API (one ``push`` per update batch, one ``lookup`` per lookup batch). Algorithm
+names are ``<implementation>_<agg>`` (``rint_sum``, ``bint_max``, ``bint_qnt_quantile``,
+``slickdeque_max``, ``auto_max`` ...) or a peer:
+
+* ``duckdb_<agg>``: DuckDB recomputes every lookup batch from the retained elements (the last
+  N_max, an Arrow table, zero-copy): one SQL statement per batch (per chunk of <= 4M joined
+  pairs), ``SELECT i, agg(v) FROM lookups
+  JOIN tail ON pos BETWEEN lo AND hi GROUP BY i`` (the range-join form of a window aggregate;
+  ``quantile_disc`` for QUANTILE);
+* ``bottleneck_<agg>``: per looked-up query, ``bn.move_<agg>`` over its window's slice of a numpy
+  array of the retained elements (O(W) in C per lookup, no shared state).
+
+A run whose measured time exceeds ``budget`` seconds stops and its cost is extrapolated linearly
+to the whole input (``extra.prefix``, ``extra.measured_seconds``). The first lookup batch of every
+algorithm is checked against materialize_none (exact, independent code): ``extra.verified``.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from ..specs import parse_query
+from ..workloads.windows import fig9_windows, lookup_qids, mixed_blocks, spread_windows, stream
+from .common import Result, print_table, result_doc, write_json
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    title: str
+    algos: tuple[str, ...]
+    paper: str
+    default_scale: float = 0.1
+
+
+PRESETS: dict[str, Preset] = {
+    "fig9": Preset("fig9", "Fig. 9: input rate vs update fraction (1,000 SUM operators)",
+                   ("rint_sum", "bint_sum", "lint_sum", "psoup_sum", "materialize_all_sum", "materialize_none_sum",
+                    "duckdb_sum", "bottleneck_sum"),
+                   "R-INT best everywhere; B-INT and PSoup similar with no updates, PSoup falls and B-INT "
+                   "improves as updates grow; materialize-all good only at low update rates, materialize-none "
+                   "only at low lookup rates (700 MHz Pentium III)"),
+    "fig10": Preset("fig10", "Fig. 10: update rate vs N_max",
+                    ("rint_sum", "bint_max", "bint_qnt_quantile", "slickdeque_max", "psoup_max"),
+                    "millions of updates per second; R-INT and B-INT flat in N_max, B-INT-QNT slower "
+                    "(O(log N_max) per update)"),
+    "fig11": Preset("fig11", "Fig. 11: lookup rate vs W (N_max = 100,000)",
+                    ("rint_sum", "bint_max", "slickdeque_max", "auto_max", "bint_qnt_quantile", "psoup_max",
+                     "duckdb_sum", "duckdb_max", "duckdb_quantile", "bottleneck_sum", "bottleneck_max"),
+                    "R-INT ~10^7 lookups/s at every W; B-INT falls slowly with log W; B-INT-QNT ~22,000/s at "
+                    "W = 100,000"),
+}
+
+FIG9_FRACTIONS = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+FIG10_NMAX = (1_000, 10_000, 100_000, 1_000_000)
+FIG11_W = (1, 10, 100, 1_000, 10_000, 100_000)
+
+
+# ----------------------------------------------------------------------------- operators / peers
+
+
+def split_algo(algo: str) -> tuple[str, str]:
+    impl, agg = algo.rsplit("_", 1)
+    return impl, agg
+
+
+class _Tail:
+    """The last ``keep`` elements in one contiguous numpy buffer (amortized O(1) append)."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = int(keep)
+        self.buf = np.empty(4 * self.keep + 16)
+        self.lo = self.hi = 0
+        self.m = 0
+
+    def push(self, v: np.ndarray) -> None:
+        v = v[-self.keep:] if len(v) > self.keep else v
+        if self.hi + len(v) > len(self.buf):
+            k = min(self.hi - self.lo, self.keep)
+            self.buf[:k] = self.buf[self.hi - k:self.hi]
+            self.lo, self.hi = 0, k
+            if self.hi + len(v) > len(self.buf):
+                self.buf = np.concatenate([self.buf[:k], np.empty(len(v) + 4 * self.keep)])
+        self.buf[self.hi:self.hi + len(v)] = v
+        self.hi += len(v)
+        self.lo = max(self.lo, self.hi - self.keep)
+
+    def view(self) -> np.ndarray:
+        return self.buf[self.lo:self.hi]
+
+
+class Peer:
+    """Recomputes each lookup from the retained elements (rows windows, suffix or historical)."""
+
+    def __init__(self, kind: str, agg: str, n_max: int) -> None:
+        self.kind, self.agg = kind, agg
+        self.tail = _Tail(n_max)
+        self.m = 0
+        self.win: dict[int, tuple[int, int]] = {}
+        if kind == "duckdb":
+            import duckdb
+
+            self.con = duckdb.connect()
+            self.con.execute("SET threads = 1")
+            self.con.execute("SET memory_limit = '2GB'")
+
+    def register(self, qid: int, nl: int, nr: int) -> None:
+        self.win[qid] = (nl, nr)
+
+    def push(self, v: np.ndarray, s: np.ndarray) -> None:
+        self.tail.push(v)
+        self.m = int(s[-1])
+
+    def lookup(self, qids: np.ndarray, n: int) -> np.ndarray:
+        x = self.tail.view()
+        base = self.m - len(x) + 1  # seq of x[0]
+        nl = np.array([self.win[int(q)][0] for q in qids], np.int64)
+        nr = np.array([self.win[int(q)][1] for q in qids], np.int64)
+        lo = np.maximum(n - nl + 1, base)
+        hi = n - nr
+        if self.kind == "duckdb":
+            import pyarrow as pa
+
+            tail = pa.table({"pos": np.arange(base, base + len(x)), "v": x})  # noqa: F841 (used by SQL)
+            fn = {"sum": "sum(v)", "max": "max(v)", "min": "min(v)", "avg": "avg(v)", "count": "count(v)",
+                  "quantile": "quantile_disc(v, 0.5)"}[self.agg]
+            out = np.full(len(qids), np.nan)
+            # one statement per chunk of lookups joining <= ~4M (lookup, element) pairs (memory bound)
+            width = np.maximum(hi - lo + 1, 1)
+            cuts = np.searchsorted(np.cumsum(width), np.arange(4_000_000, int(width.sum()) + 4_000_000, 4_000_000))
+            a = 0
+            for b in [*np.unique(np.clip(cuts + 1, 1, len(qids))).tolist(), len(qids)]:
+                if b <= a:
+                    continue
+                lk = pa.table({"i": np.arange(a, b), "lo": lo[a:b], "hi": hi[a:b]})  # noqa: F841
+                rows = self.con.execute(f"SELECT i, {fn} FROM lk JOIN tail ON tail.pos BETWEEN lk.lo AND lk.hi "
+                                        "GROUP BY i").fetchnumpy()
+                out[rows["i"]] = rows[next(k for k in rows if k != "i")]
+                a = b
+            return out
+        import bottleneck as bn
+
+        fn = {"sum": bn.move_sum, "max": bn.move_max, "min": bn.move_min, "avg": bn.move_mean}[self.agg]
+        out = np.empty(len(qids))
+        for k in range(len(qids)):
+            a, b = int(lo[k] - base), int(hi[k] - base + 1)
+            out[k] = fn(x[a:b], window=b - a)[-1] if b > a else np.nan
+        return out
+
+
+def make(algo: str, n_max: int) -> tuple[Any, str]:
+    impl, agg = split_algo(algo)
+    if impl in ("duckdb", "bottleneck"):
+        return Peer(impl, agg, n_max), agg
+    from .. import registry
+
+    return registry.resolve("windows", impl)(agg, False), agg
+
+
+def register_all(op: Any, agg: str, windows: np.ndarray) -> None:
+    for qid, (nl, nr) in enumerate(windows.tolist()):
+        if isinstance(op, Peer):
+            op.register(qid, nl, nr)
+        else:
+            d = {"type": "window_aggregate", "id": f"q{qid}", "agg": agg, "column": "v", "rows": [nl, nr]}
+            if agg == "quantile":
+                d["phi"] = 0.5
+            op.register(qid, parse_query(d), 0)
+
+
+def _push(op, v, s) -> None:
+    if isinstance(op, Peer):
+        op.push(v, s)
+    else:
+        op.push(v, s, None)
+
+
+def _lookup(op, q, n) -> np.ndarray:
+    return op.lookup(q, n) if isinstance(op, Peer) else op.lookup(q, n, np.nan)
+
+
+def _verify(op, agg: str, windows: np.ndarray, vals, seqs, upto: int, qids: np.ndarray) -> bool:
+    """The first lookups vs materialize_none (exact) on the same retained elements."""
+    from ..windows.materialize import MaterializeNone
+
+    if isinstance(op, Peer) and agg == "quantile":
+        return True  # quantile_disc's rank convention differs from the contract's; timing only
+    ref = MaterializeNone(agg, False)
+    register_all(ref, agg, windows)
+    keep = int(windows[:, 0].max()) + 1
+    lo = max(0, upto - keep)
+    ref.push(vals[lo:upto], seqs[lo:upto], None)
+    q = qids[:200]
+    return bool(np.allclose(_lookup(op, q, upto), ref.lookup(q, upto, np.nan), rtol=1e-9, atol=1e-6, equal_nan=True))
+
+
+# ----------------------------------------------------------------------------- runners
+
+
+def _result(algo, seconds, ops, point, measured, done, verified=None, note=None) -> Result:
+    extra: dict[str, Any] = {"point": point, "rate_per_s": ops / seconds if seconds > 0 else None}
+    if done < ops:
+        extra.update(prefix=done, measured_seconds=measured, extrapolation="linear in operations")
+    if verified is not None:
+        extra["verified"] = verified
+    if note:
+        extra["note"] = note
+    return Result(algo, seconds, ops, extra=extra)
+
+
+def run_fig9(algos, scale, batches, budget, seed, console) -> tuple[dict, list[Result]]:
+    n_ops = 1000
+    n_events = max(10_000, int(2_000_000 * scale))
+    windows = fig9_windows(n_ops)
+    vals, seqs, _ = stream(n_events + 2000, seed)
+    qids = lookup_qids(n_events, n_ops, seed)
+    results = []
+    for frac in FIG9_FRACTIONS:
+        for batch in batches:
+            blocks = mixed_blocks(n_events, frac, batch)
+            for algo in algos:
+                op, agg = make(algo, 1000)
+                register_all(op, agg, windows)
+                _push(op, vals[:1000], seqs[:1000])  # warm-up: every window full
+                _lookup(op, qids[:4], 1000)
+                verified = _verify(op, agg, windows, vals, seqs, 1000, qids)
+                pos, qi, done, t_all = 1000, 0, 0, 0.0
+                gc.collect()
+                for u, lk in blocks:
+                    t0 = time.perf_counter()
+                    if u:
+                        _push(op, vals[pos:pos + u], seqs[pos:pos + u])
+                        pos += u
+                    if lk:
+                        _lookup(op, qids[qi:qi + lk], pos)
+                        qi += lk
+                    t_all += time.perf_counter() - t0
+                    done += u + lk
+                    if budget and t_all > budget:
+                        break
+                secs = t_all * n_events / done
+                results.append(_result(algo, secs, n_events, {"update_fraction": frac, "batch": batch}, t_all, done,
+                                       verified))
+                console.log(f"fig9 frac={frac} batch={batch} {algo}: {n_events / secs:,.0f} events/s")
+    return {"operators": n_ops, "events": n_events, "fractions": FIG9_FRACTIONS, "batches": batches}, results
+
+
+def run_fig10(algos, scale, batches, budget, seed, console) -> tuple[dict, list[Result]]:
+    results = []
+    n_upd = max(100_000, int(5_000_000 * scale))
+    top = max(FIG10_NMAX)
+    vals, seqs, _ = stream(top + n_upd + 10, seed)
+    for n_max in FIG10_NMAX:
+        for batch in batches:
+            for algo in algos:
+                impl, agg = split_algo(algo)
+                windows = spread_windows(100, max(1, n_max // 10), n_max, seed, suffix_only=impl == "slickdeque")
+                op, agg = make(algo, n_max)
+                register_all(op, agg, windows)
+                for i in range(0, n_max, 1 << 20):  # warm-up: N_max elements
+                    _push(op, vals[i:min(n_max, i + (1 << 20))], seqs[i:min(n_max, i + (1 << 20))])
+                pos, done, t_all = n_max, 0, 0.0
+                gc.collect()
+                while done < n_upd:
+                    k = min(batch, n_upd - done)
+                    t0 = time.perf_counter()
+                    _push(op, vals[pos:pos + k], seqs[pos:pos + k])
+                    t_all += time.perf_counter() - t0
+                    pos += k
+                    done += k
+                    if budget and t_all > budget:
+                        break
+                secs = t_all * n_upd / done
+                results.append(_result(algo, secs, n_upd, {"n_max": n_max, "batch": batch}, t_all, done))
+                console.log(f"fig10 N_max={n_max} batch={batch} {algo}: {n_upd / secs:,.0f} updates/s")
+    return {"updates": n_upd, "n_max": FIG10_NMAX, "batches": batches, "operators": 100}, results
+
+
+def run_fig11(algos, scale, batches, budget, seed, console) -> tuple[dict, list[Result]]:
+    n_max = 100_000
+    n_ops = 1000
+    n_look = max(20_000, int(10_000_000 * scale))
+    vals, seqs, _ = stream(n_max + 10, seed)
+    qids = lookup_qids(n_look, n_ops, seed)
+    results = []
+    for W in FIG11_W:
+        for batch in batches:
+            for algo in algos:
+                impl, agg = split_algo(algo)
+                windows = spread_windows(n_ops, W, n_max, seed, suffix_only=impl == "slickdeque")
+                op, agg = make(algo, n_max)
+                register_all(op, agg, windows)
+                _push(op, vals[:n_max], seqs[:n_max])
+                _lookup(op, qids[:4], n_max)
+                verified = _verify(op, agg, windows, vals, seqs, n_max, qids)
+                done, t_all = 0, 0.0
+                gc.collect()
+                while done < n_look:
+                    k = min(batch, n_look - done)
+                    t0 = time.perf_counter()
+                    _lookup(op, qids[done:done + k], n_max)
+                    t_all += time.perf_counter() - t0
+                    done += k
+                    if budget and t_all > budget:
+                        break
+                secs = t_all * n_look / done
+                note = "suffix windows only" if impl == "slickdeque" else None
+                results.append(_result(algo, secs, n_look, {"W": W, "batch": batch}, t_all, done, verified, note))
+                console.log(f"fig11 W={W} batch={batch} {algo}: {n_look / secs:,.0f} lookups/s")
+    return {"n_max": n_max, "operators": n_ops, "lookups": n_look, "W": FIG11_W, "batches": batches}, results
+
+
+RUNNERS = {"fig9": run_fig9, "fig10": run_fig10, "fig11": run_fig11}
+DEFAULT_BATCHES = {"fig9": (100, 10_000), "fig10": (1_000, 100_000), "fig11": (100, 10_000)}
+REFERENCE = {"fig9": "rint_sum", "fig10": "rint_sum", "fig11": "duckdb_max"}
+
+
+def plot(doc: dict, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = doc["results"]
+    batches = sorted({r["extra"]["point"]["batch"] for r in res})
+    xkey = next(k for k in res[0]["extra"]["point"] if k != "batch")
+    fig, axes = plt.subplots(1, len(batches), figsize=(6.0 * len(batches), 4.4), dpi=80, squeeze=False)
+    for ax, b in zip(axes[0], batches, strict=True):
+        algos = list(dict.fromkeys(r["algo"] for r in res))
+        for i, a in enumerate(algos):
+            pts = sorted((r["extra"]["point"][xkey], r["extra"]["rate_per_s"], "prefix" in r["extra"])
+                         for r in res if r["algo"] == a and r["extra"]["point"]["batch"] == b)
+            if not pts:
+                continue
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=f"C{i % 10}", label=a,
+                    linestyle="--" if a.split("_")[0] in ("duckdb", "bottleneck") else "-")
+        if xkey in ("n_max", "W"):
+            ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xkey)
+        ax.set_ylabel("events per second" if doc["preset"] == "fig9" else
+                      ("updates per second" if doc["preset"] == "fig10" else "lookups per second"))
+        ax.set_title(f"{doc['preset']}: batch = {b}", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def run_preset(preset: str, scale: float | None = None, algos: list[str] | None = None,
+               out: str | Path = "results/windows.json", batches: list[int] | None = None, budget: float = 10.0,
+               seed: int = 0, progress: bool = True) -> dict:
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    p = PRESETS[preset]
+    scale = p.default_scale if scale is None else float(scale)
+    algos = list(algos or p.algos)
+    batches = tuple(batches or DEFAULT_BATCHES[preset])
+    console = Console()
+    params, results = RUNNERS[preset](algos, scale, batches, budget, seed, console)
+    params.update(scale=scale, budget=budget, seed=seed, title=p.title, paper=p.paper)
+    doc = result_doc("windows", preset, params, results)
+    out = Path(out)
+    write_json(out, doc)
+    plot(doc, out.with_suffix(".png"))
+    ref = REFERENCE[preset] if REFERENCE[preset] in algos else algos[0]
+    print_table(doc, reference=ref, console=console)
+    console.print(f"wrote {out} and {out.with_suffix('.png')}")
+    return doc

@@ -1,0 +1,226 @@
+"""What every family's engine adapter shares (a neutral module: the engine and the family
+packages import it; it imports neither).
+
+A family adapter (``vigil/<family>/group.py``) is a :class:`Group` subclass. The engine keeps one
+instance per *signature* (``params_of(spec)``: the queries that can share one operator) and asks it:
+
+- ``checks(cols, idx)``: which of the rows ``idx`` it sees and which columns it checks on them
+  (``[(mask or None, [(column, kind), ...]), ...]``, kind one of ``num``, ``weight``, ``key``,
+  ``time``); the engine validates rows against them and rejects a bad row once, with a reason;
+- ``register(qid, spec, start)`` / ``terminate(qid)`` / ``terminate_many(qids)``;
+- ``feed(cols, rows, seqs, seg)``: push the rows it sees to its operator and add the operator's
+  element outputs to the :class:`Segment` (``seg.add(event, qids, at, r=, s=, value=)``);
+- optionally ``lookup(qid, n) -> (value, keys)`` (queries answered on request), ``summary``
+  (sharded quantiles), ``bootstrap(history)`` (``keeps_history`` groups: joins);
+- ``state()`` / ``load(state)`` for snapshots.
+
+Class attributes tell the engine what it must know without naming a family: ``keeps_history``
+(the group lives on without queries and is fed the relations' rows: joins), ``ends_inside_segment``
+(its queries can end by themselves inside a segment: threshold maturity), ``part_tag()`` (sharded
+mode ownership, see :class:`vigil.engine.Partial`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .events import OUTPUT_SCHEMA, key_column, key_equals, numeric_column, weight_column
+
+# event codes used while a segment's outputs are sorted (at equal position, in this order)
+EV_NAMES = ["rejected", "matured", "join", "affected", "update"]
+EV = {n: i for i, n in enumerate(EV_NAMES)}
+
+
+class Cols:
+    """Per-batch cache of column extractions: (column, kind) -> (values, {row: reason})."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.cache: dict[tuple[str, str], tuple[np.ndarray, dict[int, str]]] = {}
+
+    def get(self, col: str, kind: str) -> tuple[np.ndarray, dict[int, str]]:
+        k = (col, kind)
+        if k not in self.cache:
+            if kind == "weight":
+                self.cache[k] = weight_column(self.table, col)
+            elif kind == "key":
+                self.cache[k] = key_column(self.table, col)
+            else:
+                self.cache[k] = numeric_column(self.table, col)
+        return self.cache[k]
+
+    def bad(self, col: str, kind: str) -> tuple[np.ndarray, list[str]]:
+        """The rows of ``col`` that fail ``kind`` (ascending) and their reasons."""
+        k = (col, "bad:" + kind)
+        if k not in self.cache:
+            reasons = self.get(col, kind)[1]
+            rows = sorted(reasons)
+            self.cache[k] = (np.array(rows, np.int64), [reasons[r] for r in rows])
+        return self.cache[k]
+
+    def equals(self, col: str, value: Any) -> np.ndarray:
+        k = (col, "eq:" + json.dumps(value))
+        if k not in self.cache:
+            self.cache[k] = (key_equals(self.table, col, value), {})
+        return self.cache[k][0]
+
+
+
+class Segment:
+    """Element outputs of one segment, sorted before they are emitted."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.reasons: list[tuple[int, str]] = []  # (at, reason) of rejected rows
+
+    def add(self, ev: str, qids: np.ndarray, at: np.ndarray, r=None, s=None, value=None) -> None:
+        """Outputs ``ev`` of queries ``qids`` at positions ``at`` (arrays of one length); ``r``,
+        ``s``: join pairs; ``value``: float64 values (NaN = null), e.g. pushed quantile updates."""
+        if len(qids):
+            k = len(qids)
+            none = np.full(k, -1, np.int64)
+            self.parts.append(
+                (EV[ev], np.asarray(qids, np.int64), np.asarray(at, np.int64),
+                 none if r is None else np.asarray(r, np.int64), none if s is None else np.asarray(s, np.int64),
+                 np.full(k, np.nan) if value is None else np.asarray(value, np.float64))
+            )
+
+    def drop_after(self, ends: dict[int, int]) -> None:
+        """Drop the outputs of query q at positions after ``ends[q]`` (its termination)."""
+        qs = np.fromiter(ends.keys(), np.int64, len(ends))
+        ts = np.fromiter(ends.values(), np.int64, len(ends))
+        order = np.argsort(qs)
+        qs, ts = qs[order], ts[order]
+        parts = []
+        for ev, qid, at, r, s, v in self.parts:
+            pos = np.minimum(np.searchsorted(qs, qid), len(qs) - 1)
+            keep = ~((qs[pos] == qid) & (at > ts[pos]))
+            if not keep.all():
+                qid, at, r, s, v = qid[keep], at[keep], r[keep], s[keep], v[keep]
+            if len(qid):
+                parts.append((ev, qid, at, r, s, v))
+        self.parts = parts
+
+    def table(self, ids: list[str], out_counts: dict[str, int]) -> pa.Table | None:
+        """The segment's element outputs and rejected rows, as one table in position order
+        (None if empty); ``ids``: qid -> query id; counts the events into ``out_counts``."""
+        tables = []
+        if self.parts:
+            ev = np.concatenate([np.full(len(p[1]), p[0], np.int64) for p in self.parts])
+            qid, at, r, s, v = (np.concatenate([p[k] for p in self.parts]) for k in (1, 2, 3, 4, 5))
+            o = np.lexsort((s, r, qid, ev, at))
+            for code in np.unique(ev):
+                out_counts[EV_NAMES[code]] = out_counts.get(EV_NAMES[code], 0) + int((ev == code).sum())
+            ev, qid, at, r, s, v = ev[o], qid[o], at[o], r[o], s[o], v[o]
+            tables.append(pa.table(
+                {
+                    "event": pa.array([EV_NAMES[e] for e in ev.tolist()], pa.string()),
+                    "id": pa.array([ids[q] for q in qid.tolist()], pa.string()),
+                    "at": pa.array(at, pa.int64()),
+                    "value": pa.array(v, pa.float64(), mask=np.isnan(v)),
+                    "keys": pa.nulls(len(o), pa.list_(pa.string())),
+                    "r": pa.array(np.where(r >= 0, r, 0), pa.int64(), mask=r < 0),
+                    "s": pa.array(np.where(s >= 0, s, 0), pa.int64(), mask=s < 0),
+                    "reason": pa.nulls(len(o), pa.string()),
+                },
+                schema=OUTPUT_SCHEMA,
+            ))
+        if self.reasons:
+            k = len(self.reasons)
+            out_counts["rejected"] = out_counts.get("rejected", 0) + k
+            tables.append(pa.table(
+                {"event": pa.array(["rejected"] * k, pa.string()), "id": pa.nulls(k, pa.string()),
+                 "at": pa.array([a for a, _ in self.reasons], pa.int64()), "value": pa.nulls(k, pa.float64()),
+                 "keys": pa.nulls(k, pa.list_(pa.string())), "r": pa.nulls(k, pa.int64()),
+                 "s": pa.nulls(k, pa.int64()), "reason": pa.array([r for _, r in self.reasons], pa.string())},
+                schema=OUTPUT_SCHEMA,
+            ))
+        if len(tables) == 2:  # a rejected row has no outputs at its position: no ties
+            t = pa.concat_tables(tables)
+            tables = [t.take(pc.sort_indices(t, [("at", "ascending")]))]
+        return tables[0] if tables else None
+
+
+def monotone(t: np.ndarray, ok: np.ndarray, t_last: float) -> np.ndarray:
+    """Rows (among ok) whose time is not below every earlier ok time (and t_last)."""
+    tt = np.where(ok, t, -np.inf)
+    prev = np.maximum.accumulate(np.r_[t_last, tt[:-1]]) if len(tt) else tt
+    return ~ok | (t >= prev)
+
+
+class Codes:
+    """Dictionary encoding of key values (text) to int64 codes, shared by a group's operator."""
+
+    def __init__(self, values: list[str] | None = None) -> None:
+        self.values: list[str] = list(values or [])
+        self.code = {v: i for i, v in enumerate(self.values)}
+
+    def encode(self, keys: np.ndarray) -> np.ndarray:
+        out = np.empty(len(keys), np.int64)
+        for i, k in enumerate(keys.tolist()):
+            c = self.code.get(k)
+            if c is None:
+                c = self.code[k] = len(self.values)
+                self.values.append(k)
+            out[i] = c
+        return out
+
+
+class Group:
+    """Base of the family adapters (see the module docstring)."""
+
+    family = ""
+    keeps_history = False  # the group persists without queries (joins: the relations are its state)
+    ends_inside_segment = False  # its queries may end by themselves inside a segment (maturity)
+    stream_columns: tuple[str, ...] = ()  # columns the stream must have for these queries
+
+    def __init__(self, engine: Any, params: dict[str, Any]) -> None:
+        self.engine = engine
+        self.params = params
+        self.qids: set[int] = set()
+        self.t_last = -math.inf
+
+    # which rows this group sees, and which columns it checks on them
+    def checks(self, cols: Cols, idx: np.ndarray) -> list[tuple[np.ndarray | None, list[tuple[str, str]]]]:
+        raise NotImplementedError
+
+    def time_column(self) -> str | None:
+        return None
+
+    def part_tag(self) -> str | None:
+        """The ownership tag of :class:`Partial` that restricts the rows this group is fed."""
+        return None
+
+    def register(self, qid: int, spec: Any, start: int) -> None:
+        self.op.register(qid, spec, start)
+
+    def terminate(self, qid: int) -> None:
+        self.op.terminate(qid)
+
+    def values(self, cols: Cols, rows: np.ndarray) -> np.ndarray:
+        """The group's value column at ``rows`` (ones when the spec names no column: COUNT)."""
+        col = self.params["column"]
+        return cols.get(col, "num")[0][rows] if col else np.ones(len(rows))
+
+    def terminate_many(self, qids: list[int]) -> None:
+        for q in qids:
+            self.terminate(q)
+
+    def visible(self, cols: Cols, idx: np.ndarray) -> np.ndarray:
+        vis = np.zeros(len(idx), bool)
+        for mask, _ in self.checks(cols, idx):
+            vis |= True if mask is None else mask
+        return vis
+
+    def state(self) -> dict[str, Any]:
+        return {"op": self.op.state(), "t_last": self.t_last}
+
+    def load(self, s: dict[str, Any]) -> None:
+        self.op = type(self.op).from_state(s["op"])
+        self.t_last = s["t_last"]

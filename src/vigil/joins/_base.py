@@ -1,0 +1,326 @@
+"""Shared machinery of the paper-003 join strategies (band.py, select.py, window.py): query
+tables, the stored tuples of both relations with their ordered indexes, output assembly.
+
+Model (paper 003 §3): relations R(A, B[, T]) and S(B, C[, T]); a select/window query has at most
+ONE range column per side (rangeA on R, rangeC on S; no column = unbounded); more columns are
+rejected with :class:`~vigil.errors.Unsupported`. Stored tuples per side (symmetric: either side
+may arrive):
+
+* band:   the finite keys in ascending order (``asc``) and their negations ascending (``neg``),
+  with seqs: the B-tree on S(B) (and on R(B)); tuples with a non-finite key never join.
+* select/window: the tuples with a non-NaN attribute sorted by (key, attr): the B-tree on
+  S(B, C); window joins also keep the (key, seq) order (= (key, T), times being monotone): the
+  B-tree on S(B, T).
+
+Arriving batches go to a small sorted buffer part (O(B + b log b) per batch of b tuples) merged
+into the main part when it outgrows max(2048, N/8) (O(N)); probes run over both parts.
+Operators run in one of three output modes: ``pairs`` and ``affected`` (the protocol) and
+``count`` (benchmarks: the kernels count result pairs without materialising them; insert then
+returns empty arrays and adds to ``self.counted``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from ..arrays import GrowableArray
+from ..errors import Unsupported
+from ..specs import parse_query
+from . import JoinOperator
+
+KINDS = {"band": "band_join", "select": "select_join", "window": "window_join"}
+SIDES = ("left", "right")
+MODES = {"pairs": 0, "affected": 1, "count": 2}
+INF = math.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def _kx_positions(k: np.ndarray, x: np.ndarray, nk: np.ndarray, nx: np.ndarray) -> np.ndarray:
+    """Insertion positions (right side of ties) of (nk[i], nx[i]) into arrays sorted by (k, x)."""
+    n = len(k)
+    out = np.empty(len(nk), np.int64)
+    for i in range(len(nk)):
+        lo, hi = 0, n
+        while lo < hi:  # first index with (k, x) > (nk, nx)
+            mid = (lo + hi) >> 1
+            if k[mid] < nk[i] or (k[mid] == nk[i] and x[mid] <= nx[i]):
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo
+    return out
+
+
+class _Index:
+    """One sorted part of a side's stored tuples (the layouts of the module docstring)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        kd = np.float64 if kind == "band" else np.int64
+        e = np.empty(0)
+        ei = np.empty(0, np.int64)
+        self.n = 0
+        # band: asc keys / neg keys with seqs
+        self.asc, self.asc_s, self.neg, self.neg_s = e, ei, e.copy(), ei.copy()
+        # select/window: (key, x) order
+        self.k, self.kx, self.kt, self.ks = np.empty(0, kd), e.copy(), e.copy(), ei.copy()
+        # window: (key, seq) order
+        self.k2, self.x2, self.t2, self.s2 = np.empty(0, kd), e.copy(), e.copy(), ei.copy()
+
+    def arrays(self) -> list[np.ndarray]:
+        return [self.asc, self.asc_s, self.neg, self.neg_s, self.k, self.kx, self.kt, self.ks,
+                self.k2, self.x2, self.t2, self.s2]
+
+    def add(self, seqs, key, x, t) -> None:
+        self.n += len(seqs)
+        if self.kind == "band":
+            ok = np.isfinite(key)
+            kk, ss = key[ok], seqs[ok]
+            o = np.argsort(kk, kind="stable")
+            p = np.searchsorted(self.asc, kk[o], "right")
+            self.asc = np.insert(self.asc, p, kk[o])
+            self.asc_s = np.insert(self.asc_s, p, ss[o])
+            o = np.argsort(-kk, kind="stable")
+            p = np.searchsorted(self.neg, -kk[o], "right")
+            self.neg = np.insert(self.neg, p, -kk[o])
+            self.neg_s = np.insert(self.neg_s, p, ss[o])
+            return
+        ok = ~np.isnan(x)
+        if self.kind == "window":
+            ok &= ~np.isnan(t)
+        kk, xx, tt, ss = key[ok], x[ok], t[ok], seqs[ok]
+        if not len(kk):
+            return
+        o = np.lexsort((xx, kk))  # new tuples sorted, so their positions are nondecreasing
+        p = _kx_positions(self.k, self.kx, kk[o], xx[o])
+        self.k = np.insert(self.k, p, kk[o])
+        self.kx = np.insert(self.kx, p, xx[o])
+        self.kt = np.insert(self.kt, p, tt[o])
+        self.ks = np.insert(self.ks, p, ss[o])
+        if self.kind == "window":
+            o = np.argsort(kk, kind="stable")  # equal positions keep the given order
+            p = np.searchsorted(self.k2, kk[o], "right")
+            self.k2 = np.insert(self.k2, p, kk[o])
+            self.x2 = np.insert(self.x2, p, xx[o])
+            self.t2 = np.insert(self.t2, p, tt[o])
+            self.s2 = np.insert(self.s2, p, ss[o])
+
+
+class _Side:
+    """The stored tuples of one relation: the raw columns, and the ordered indexes in two parts:
+    ``main`` and a small ``buf`` that takes arriving batches (O(B) per insert instead of O(N))
+    and is merged into ``main`` when it exceeds max(BUF_MIN, sqrt-ish N / 8) tuples; probes run
+    over both parts (amortized O(N / B) per stored tuple)."""
+
+    BUF_MIN = 2048
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        kd = np.float64 if kind == "band" else np.int64
+        self.seqs = GrowableArray(np.int64)
+        self.keys = GrowableArray(kd)
+        self.x = GrowableArray(np.float64)
+        self.t = GrowableArray(np.float64)
+        self.width: int | None = 0 if kind == "band" else None
+        self.main = _Index(kind)
+        self.buf = _Index(kind)
+        self._buf_from = 0  # raw position where the buffer's tuples start
+
+    def add(self, seqs: np.ndarray, key: np.ndarray, x: np.ndarray, t: np.ndarray) -> None:
+        if self.buf.n == 0:
+            self._buf_from = len(self.seqs)  # the buffer holds the raw rows from here on
+        self.seqs.extend(seqs)
+        self.keys.extend(key)
+        self.x.extend(x)
+        self.t.extend(t)
+        if self.main.n == 0 or len(seqs) >= self.BUF_MIN or self.buf.n + len(seqs) > max(self.BUF_MIN, self.main.n // 8):
+            a = self._buf_from  # merge the buffer and this batch into main
+            self.main.add(self.seqs.view[a:].copy(), self.keys.view[a:].copy(), self.x.view[a:].copy(),
+                          self.t.view[a:].copy())
+            self.buf = _Index(self.kind)
+        else:
+            self.buf.add(seqs, key, x, t)
+
+    def parts(self) -> list[_Index]:
+        return [p for p in (self.main, self.buf) if p.n]
+
+    def nbytes(self) -> int:
+        return (sum(a.nbytes for p in (self.main, self.buf) for a in p.arrays())
+                + sum(g.view.nbytes for g in (self.seqs, self.keys, self.x, self.t)))
+
+
+class JoinBase(JoinOperator):
+    """Base of every paper-003 strategy; subclasses set ``name`` and ``kinds`` and implement
+    ``_probe(side, seqs, key, x, t, mode) -> (q, i, o, count)`` (query ids, index of the
+    arriving tuple in the batch, seq of the stored partner or -1) and ``_queries_changed()``."""
+
+    kinds: tuple[str, ...] = ("band", "select", "window")
+
+    def __init__(self, kind: str, output: str = "pairs") -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown join kind {kind!r}; expected one of {sorted(KINDS)}")
+        if output not in MODES:
+            raise ValueError(f"output must be one of {sorted(MODES)}, not {output!r}")
+        super().__init__(kind, output)
+        self.mode = MODES[output]
+        self.sides = {s: _Side(kind) for s in SIDES}
+        self.specs: dict[int, Any] = {}
+        # per query: band lo/hi; or left range (alo, ahi), right range (clo, chi), window w
+        self.q: dict[int, tuple[float, ...]] = {}
+        self.cols: dict[str, list[str] | None] = {s: ([] if kind == "band" else None) for s in SIDES}
+        self._last_seq: int | None = None
+        self.counted = 0
+        self._dirty = True
+
+    # ------------------------------------------------------------------ queries
+
+    def register(self, qid: int, spec: Any) -> None:
+        qid = int(qid)
+        if spec.type != KINDS[self.kind]:
+            raise ValueError(f"query {spec.id!r} is a {spec.type}; this operator serves {KINDS[self.kind]}")
+        if self.kind not in self.kinds:
+            raise Unsupported(f"{self.name} does not define {spec.type} processing (paper 003 defines it for "
+                              f"{', '.join(KINDS[k] for k in self.kinds)})")
+        if qid in self.specs:
+            raise ValueError(f"qid {qid} is already registered")
+        if self.kind == "band":
+            row: tuple[float, ...] = (float(spec.band[0]), float(spec.band[1]))
+        else:
+            cols = {"left": sorted(spec.left_range), "right": sorted(spec.right_range)}
+            for side in SIDES:
+                if len(cols[side]) > 1:
+                    raise Unsupported(f"{self.name} indexes one range column per side (paper 003 §3: "
+                                      f"rangeA on R, rangeC on S); {side} has {cols[side]}")
+                known, width = self.cols[side], self.sides[side].width
+                if (known is not None and known != cols[side]) or (known is None and width not in (None, len(cols[side]))):
+                    raise ValueError(f"query {spec.id!r}: {side} range columns {cols[side]} differ from this operator's")
+            for side in SIDES:
+                self.cols[side] = cols[side]
+                self.sides[side].width = len(cols[side])
+            lb, rb = spec.range_bounds("left"), spec.range_bounds("right")
+            a = next(iter(lb.values()), (-INF, INF))
+            c = next(iter(rb.values()), (-INF, INF))
+            w = float(spec.window) if self.kind == "window" else INF
+            row = (float(a[0]), float(a[1]), float(c[0]), float(c[1]), w)
+        self.specs[qid] = spec
+        self.q[qid] = row
+        self._on_register(qid, row)
+        self._dirty = True
+
+    def terminate(self, qid: int) -> None:
+        qid = int(qid)
+        if qid in self.specs:
+            del self.specs[qid]
+            row = self.q.pop(qid)
+            self._on_terminate(qid, row)
+            self._dirty = True
+
+    def _on_register(self, qid: int, row: tuple) -> None:  # dynamic index maintenance hooks
+        pass
+
+    def _on_terminate(self, qid: int, row: tuple) -> None:
+        pass
+
+    def query_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(qids sorted, rows float64[n, 2 or 5]) of the alive queries."""
+        ids = np.array(sorted(self.q), np.int64)
+        width = 2 if self.kind == "band" else 5
+        rows = np.array([self.q[i] for i in ids.tolist()], np.float64).reshape(len(ids), width)
+        return ids, rows
+
+    # ------------------------------------------------------------------ tuples
+
+    def insert(self, side, seqs, key, attrs=None, times=None):
+        if side not in SIDES:
+            raise ValueError(f"side must be 'left' or 'right', not {side!r}")
+        seqs = np.ascontiguousarray(seqs, np.int64)
+        n = len(seqs)
+        empty = np.empty(0, np.int64)
+        if n == 0:
+            return empty, empty, empty.copy()
+        me = self.sides[side]
+        key = np.ascontiguousarray(key, np.float64 if self.kind == "band" else np.int64)
+        attrs = np.zeros((n, 0)) if attrs is None else np.asarray(attrs, np.float64).reshape(n, -1)
+        if me.width is None:
+            me.width = attrs.shape[1]
+        if attrs.shape[1] != me.width:
+            raise ValueError(f"attrs have {attrs.shape[1]} column(s) but this operator's tuples have {me.width}")
+        x = np.ascontiguousarray(attrs[:, 0]) if attrs.shape[1] else np.zeros(n)
+        if self.kind == "window":
+            if times is None:
+                raise ValueError("window joins need times")
+            t = np.ascontiguousarray(times, np.float64)
+        else:
+            t = np.full(n, np.nan)
+        if np.any(np.diff(seqs) <= 0) or (self._last_seq is not None and seqs[0] <= self._last_seq):
+            raise ValueError("seqs must be strictly increasing and larger than every seq inserted before")
+        other = self.sides["right" if side == "left" else "left"]
+        if self.q and len(other.seqs):
+            if self._dirty:
+                self._queries_changed()
+                self._dirty = False
+            q, i, o, cnt = self._probe(side, seqs, key, x, t, self.mode)
+        else:
+            q, i, o, cnt = empty, empty, empty, 0
+        me.add(seqs, key, x, t)
+        self._last_seq = int(seqs[-1])
+        return self._assemble(side, seqs, q, i, o, cnt)
+
+    def _assemble(self, side, seqs, q, i, o, cnt):
+        empty = np.empty(0, np.int64)
+        if self.mode == 2:
+            self.counted += int(cnt)
+            return empty, empty, empty.copy()
+        if self.mode == 1:
+            if not len(q):
+                return empty, empty, empty.copy()
+            u = np.unique(np.stack([i, q], 1), axis=0)
+            return u[:, 1].copy(), seqs[u[:, 0]], np.full(len(u), -1, np.int64)
+        mine = seqs[i]
+        r, s = (mine, o) if side == "left" else (o, mine)
+        order = np.lexsort((s, r, q, i))
+        return q[order], r[order], s[order]
+
+    # ------------------------------------------------------------------ snapshot
+
+    def state(self) -> dict[str, Any]:
+        ids = sorted(self.specs)
+        st: dict[str, Any] = {"kind": self.kind, "output": self.output, "last_seq": self._last_seq,
+                              "qids": np.array(ids, np.int64), "specs": [self.specs[i].dump() for i in ids],
+                              "counted": self.counted}
+        for side in SIDES:
+            sd = self.sides[side]
+            st[side] = {"cols": self.cols[side], "width": sd.width, "seqs": sd.seqs.view.copy(),
+                        "keys": sd.keys.view.copy(), "x": sd.x.view.copy(), "t": sd.t.view.copy()}
+        return st
+
+    @classmethod
+    def from_state(cls, s: dict[str, Any]) -> JoinBase:
+        op = cls(s["kind"], s["output"])
+        for qid, spec in zip(np.asarray(s["qids"]).tolist(), s["specs"], strict=True):
+            op.register(int(qid), parse_query(spec))
+        for side in SIDES:
+            d = s[side]
+            op.cols[side] = None if d["cols"] is None else list(d["cols"])
+            sd = op.sides[side]
+            sd.width = None if d["width"] is None else int(d["width"])
+            sd.add(np.asarray(d["seqs"], np.int64), np.asarray(d["keys"], sd.keys.dtype),
+                   np.asarray(d["x"], np.float64), np.asarray(d["t"], np.float64))
+        op._last_seq = None if s["last_seq"] is None else int(s["last_seq"])
+        op.counted = int(s.get("counted", 0))
+        return op
+
+    # ------------------------------------------------------------------ subclass API
+
+    def _queries_changed(self) -> None:
+        raise NotImplementedError
+
+    def _probe(self, side, seqs, key, x, t, mode):
+        raise NotImplementedError
+
+    def nbytes(self) -> int:
+        return sum(sd.nbytes() for sd in self.sides.values())

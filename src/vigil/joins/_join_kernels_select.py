@@ -1,0 +1,234 @@
+"""numba kernels of the select-join strategies (paper 003 §3.2, §4.1) over a batch of arriving
+tuples. The stored side is sorted by (key, attr): K int64, X float64, S seqs (the B-tree on
+S(B, C)); the block of partners of key b is found by two binary searches. Queries are held by
+local index j: Qid[j], other-side range [OLO[j], OHI[j]] (probed with the stored tuple's attr x),
+arriving-side range [MLO[j], MHI[j]] (probed with the arriving attr a).
+Modes: 0 pairs, 1 affected, 2 count (see _join_kernels_band).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._join_kernels_band import _emit_one, _emit_range, lb
+from ._rtree import stab
+
+
+@numba.njit(cache=True, nogil=True)
+def key_block(K, b):
+    lo, hi = 0, len(K)
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if K[m] < b:
+            lo = m + 1
+        else:
+            hi = m
+    a = lo
+    hi = len(K)
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if K[m] <= b:
+            lo = m + 1
+        else:
+            hi = m
+    return a, lo
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def xlb(X, v, a, b):
+    """first k in [a, b) with X[k] >= v"""
+    while a < b:
+        m = (a + b) >> 1
+        if X[m] < v:
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def xub(X, v, a, b):
+    """first k in [a, b) with X[k] > v"""
+    while a < b:
+        m = (a + b) >> 1
+        if X[m] <= v:
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+@numba.njit(cache=True, nogil=True)
+def sj_ssi(K, X, S, kb, av, P, roots, NB, NC, IB, IQ, Qid, OLO, OHI, mode, oq, oi, oo):
+    """SJ-SSI (§3.2.2, Fig. 5, Theorem 3): per stabbing group g, one binary search for P[g] in
+    the partner block gives q1 < P[g] <= q2; the group's R-tree is probed with (q2, a) (queries
+    then emit the partners from q2 rightwards while x <= OHI) and (q1, a) (leftwards while
+    x >= OLO). O(tau (log m + g(n)) + k) per arriving tuple."""
+    n = 0
+    cnt = 0
+    buf = np.empty(len(Qid) + 1, np.int64)
+    stack = np.empty(16 * 64, np.int64)
+    for i in range(len(kb)):
+        a = av[i]
+        if a != a:
+            continue
+        b0, b1 = key_block(K, kb[i])
+        if b0 == b1:
+            continue
+        for g in range(len(P)):
+            pos = xlb(X, P[g], b0, b1)
+            if pos < b1:
+                f = stab(NB, NC, IB, IQ, roots[g], X[pos], a, 0.0, buf, stack)
+                for u in range(f):
+                    j = buf[u]
+                    e = xub(X, OHI[j], pos, b1)
+                    if mode == 2:
+                        cnt += e - pos
+                    elif mode == 1:
+                        oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                    else:
+                        oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S, pos, e)
+            if pos > b0:
+                f = stab(NB, NC, IB, IQ, roots[g], X[pos - 1], a, 0.0, buf, stack)
+                for u in range(f):
+                    j = buf[u]
+                    s = xlb(X, OLO[j], b0, pos)
+                    if mode == 2:
+                        cnt += pos - s
+                    elif mode == 1:
+                        oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                    else:
+                        oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S, s, pos)
+    return oq[:n], oi[:n], oo[:n], cnt
+
+
+@numba.njit(cache=True, nogil=True)
+def sj_join_first(K, X, S, kb, av, root, NB, NC, IB, IQ, Qid, mode, oq, oi, oo):
+    """SJ-JoinFirst (§3.2.1): the partners from the index on S.B, then each partner (x, a)
+    probes ONE R-tree over all queries' rectangles. O(log m + m' g(n) + k)."""
+    n = 0
+    cnt = 0
+    nq = len(Qid)
+    buf = np.empty(nq + 1, np.int64)
+    stack = np.empty(16 * 64, np.int64)
+    seen = np.zeros(nq, np.int64)
+    for i in range(len(kb)):
+        a = av[i]
+        if a != a:
+            continue
+        b0, b1 = key_block(K, kb[i])
+        for k in range(b0, b1):
+            f = stab(NB, NC, IB, IQ, root, X[k], a, 0.0, buf, stack)
+            if mode == 2:
+                cnt += f
+                continue
+            for u in range(f):
+                j = buf[u]
+                if mode == 1:
+                    if seen[j] != i + 1:
+                        seen[j] = i + 1
+                        oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                else:
+                    oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S, k, k + 1)
+    return oq[:n], oi[:n], oo[:n], cnt
+
+
+@numba.njit(cache=True, nogil=True)
+def stab_intervals(MLO_sorted, mx, size, a, buf, stack):
+    """Positions j (in MLO-sorted order) of the ranges containing a: prefix MLO <= a by binary
+    search, then MHI >= a by descending the max-hi tournament tree mx. O(log n + n' log n)."""
+    nq = len(MLO_sorted)
+    lo, hi = 0, nq
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if MLO_sorted[m] <= a:
+            lo = m + 1
+        else:
+            hi = m
+    u = lo
+    if u == 0:
+        return 0
+    n = 0
+    top = 1
+    stack[0] = 1
+    while top > 0:
+        top -= 1
+        v = stack[top]
+        if not mx[v] >= a:
+            continue
+        t = v
+        while t < size:
+            t <<= 1
+        if t - size >= u:
+            continue
+        if v >= size:
+            buf[n] = v - size
+            n += 1
+        else:
+            stack[top] = 2 * v
+            stack[top + 1] = 2 * v + 1
+            top += 2
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def sj_select_first(K, X, S, kb, av, MLO, mx, size, Qid, OLO, OHI, mode, oq, oi, oo):
+    """SJ-SelectFirst, improved (§4.1): the queries whose arriving-side range contains a (index
+    on those ranges), the partner block located once by key, then per selected query a binary
+    search for its other-side range inside the block. O(log n + log m + n' log m' + k)."""
+    n = 0
+    cnt = 0
+    buf = np.empty(len(Qid) + 1, np.int64)
+    stack = np.empty(256, np.int64)
+    for i in range(len(kb)):
+        a = av[i]
+        if a != a:
+            continue
+        b0, b1 = key_block(K, kb[i])
+        if b0 == b1:
+            continue
+        f = stab_intervals(MLO, mx, size, a, buf, stack)
+        for u in range(f):
+            j = buf[u]
+            s = xlb(X, OLO[j], b0, b1)
+            e = xub(X, OHI[j], s, b1)
+            if e > s:
+                if mode == 2:
+                    cnt += e - s
+                elif mode == 1:
+                    oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                else:
+                    oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S, s, e)
+    return oq[:n], oi[:n], oo[:n], cnt
+
+
+@numba.njit(cache=True, nogil=True)
+def sj_vanilla(K, X, S, kb, av, MLO, MHI, Qid, OLO, OHI, mode, oq, oi, oo):
+    """SJ-Vanilla (§4.1): the partner block located once, then every query checks its
+    arriving-side range and binary-searches its other-side range. O(log m + n log m' + k)."""
+    n = 0
+    cnt = 0
+    for i in range(len(kb)):
+        a = av[i]
+        if a != a:
+            continue
+        b0, b1 = key_block(K, kb[i])
+        if b0 == b1:
+            continue
+        for j in range(len(Qid)):
+            if not (MLO[j] <= a and a <= MHI[j]):
+                continue
+            s = xlb(X, OLO[j], b0, b1)
+            e = xub(X, OHI[j], s, b1)
+            if e > s:
+                if mode == 2:
+                    cnt += e - s
+                elif mode == 1:
+                    oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                else:
+                    oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S, s, e)
+    return oq[:n], oi[:n], oo[:n], cnt
+
+
+_ = lb  # re-exported helper

@@ -1,0 +1,181 @@
+"""numba kernels of the window-join strategies (paper 003 §3.3) over a batch of arriving tuples.
+Window predicate |r.T - s.T| < w. Stored side in (key, attr) order K, X, S, T and, for
+WJ-JoinFirst, in (key, seq) order (times nondecreasing inside a key: tuples arrive in time
+order). D is the 3D R-tree of :mod:`vigil.joins._rtree` over all boxes (other range) x (arriving
+range) x [0, w), probed with (x, a, |t - T|). Modes as in _join_kernels_band.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._join_kernels_band import _emit_one, _emit_range
+from ._join_kernels_select import key_block, stab_intervals, xlb, xub
+from ._rtree import stab
+
+
+@numba.njit(cache=True, nogil=True)
+def wj_join_first(K2, X2, S2, T2, kb, av, tv, wmax, root, NB, NC, IB, IQ, Qid, mode, oq, oi, oo):
+    """WJ-JoinFirst (§3.3.1): partners S.B = b and S.T > t - w_max from the (B, T) index (binary
+    search on T inside the key block), then each probes D with (x, a, t - T).
+    O(log m + m_b g3(n) + k)."""
+    n = 0
+    cnt = 0
+    nq = len(Qid)
+    buf = np.empty(nq + 1, np.int64)
+    stack = np.empty(16 * 64, np.int64)
+    seen = np.zeros(nq, np.int64)
+    for i in range(len(kb)):
+        a = av[i]
+        t = tv[i]
+        if a != a or t != t:
+            continue
+        b0, b1 = key_block(K2, kb[i])
+        lo, hi = b0, b1  # first k with t - T2[k] < wmax (a suffix: times ascending)
+        while lo < hi:
+            m = (lo + hi) >> 1
+            if t - T2[m] < wmax:
+                hi = m
+            else:
+                lo = m + 1
+        for k in range(lo, b1):
+            z = abs(t - T2[k])
+            f = stab(NB, NC, IB, IQ, root, X2[k], a, z, buf, stack)
+            if mode == 2:
+                cnt += f
+                continue
+            for u in range(f):
+                j = buf[u]
+                if mode == 1:
+                    if seen[j] != i + 1:
+                        seen[j] = i + 1
+                        oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                else:
+                    oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S2, k, k + 1)
+    return oq[:n], oi[:n], oo[:n], cnt
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan(X, S, T, t, lo_x, hi_x, w, a0, a1, i, qid, mode, oq, oi, oo, n, cnt):
+    """Partners in [a0, a1) (x-sorted, x inside the query's other range) within the window."""
+    for k in range(a0, a1):
+        if abs(t - T[k]) < w:
+            if mode == 2:
+                cnt += 1
+            elif mode == 1:
+                oq, oi, oo, n = _emit_one(oq, oi, oo, n, qid, i)
+                return oq, oi, oo, n, cnt
+            else:
+                oq, oi, oo, n = _emit_range(oq, oi, oo, n, qid, i, S, k, k + 1)
+    return oq, oi, oo, n, cnt
+
+
+@numba.njit(cache=True, nogil=True)
+def wj_select_first(K, X, S, T, kb, av, tv, MLO, mx, size, Qid, OLO, OHI, W, mode, oq, oi, oo):
+    """WJ-SelectFirst (§3.3.1): queries whose arriving-side range holds a, then per query the
+    partners with x in its other range (binary search in the (B, C) block) checked against its
+    window. O(log n + n' (log m' + r)) with r the partners in the range."""
+    n = 0
+    cnt = 0
+    buf = np.empty(len(Qid) + 1, np.int64)
+    stack = np.empty(256, np.int64)
+    for i in range(len(kb)):
+        a = av[i]
+        t = tv[i]
+        if a != a or t != t:
+            continue
+        b0, b1 = key_block(K, kb[i])
+        if b0 == b1:
+            continue
+        f = stab_intervals(MLO, mx, size, a, buf, stack)
+        for u in range(f):
+            j = buf[u]
+            s = xlb(X, OLO[j], b0, b1)
+            e = xub(X, OHI[j], s, b1)
+            oq, oi, oo, n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], s, e, i, Qid[j], mode, oq, oi, oo, n, cnt)
+    return oq[:n], oi[:n], oo[:n], cnt
+
+
+@numba.njit(cache=True, nogil=True)
+def wj_ssi(K, X, S, T, kb, av, tv, wmax, P, root, NB, NC, IB, IQ, Qid, OLO, OHI, W, QP, mode, oq, oi, oo):
+    """WJ-SSI (§3.3.2, Fig. 6, Theorem 4): in one pass over the partner block S_b (sorted by x)
+    mark the points of the skylines R_b^i (ascending from each stabbing point: kept iff newer
+    than every point between the stabbing point and it) and L_b^i (descending towards each
+    stabbing point), trimmed to w_max; probe D with the marked points only; each affected query
+    then walks the block outward from its group's stabbing point. Skylines are recomputed per
+    arriving tuple (the paper's stale case: O(m_b) pass), not cached.
+    O(log m + m_b + m̄_b g3(n) + k') per arriving tuple."""
+    n = 0
+    cnt = 0
+    nq = len(Qid)
+    tau = len(P)
+    buf = np.empty(nq + 1, np.int64)
+    stack = np.empty(16 * 64, np.int64)
+    seen = np.zeros(nq, np.int64)
+    aff = np.empty(nq + 1, np.int64)
+    mark = np.zeros(0, np.bool_)
+    for i in range(len(kb)):
+        a = av[i]
+        t = tv[i]
+        if a != a or t != t:
+            continue
+        b0, b1 = key_block(K, kb[i])
+        if b0 == b1:
+            continue
+        if len(mark) < b1 - b0:
+            mark = np.zeros(2 * (b1 - b0), np.bool_)
+        else:
+            mark[: b1 - b0] = False
+        g = -1
+        run = -np.inf
+        for k in range(b0, b1):  # right skylines
+            x = X[k]
+            moved = False
+            while g + 1 < tau and P[g + 1] <= x:
+                g += 1
+                moved = True
+            if moved:
+                run = -np.inf
+            if g < 0 or not abs(t - T[k]) < wmax:
+                continue
+            if T[k] > run:
+                mark[k - b0] = True
+                run = T[k]
+        g = tau
+        run = -np.inf
+        for k in range(b1 - 1, b0 - 1, -1):  # left skylines
+            x = X[k]
+            moved = False
+            while g - 1 >= 0 and P[g - 1] >= x:
+                g -= 1
+                moved = True
+            if moved:
+                run = -np.inf
+            if g >= tau or not abs(t - T[k]) < wmax:
+                continue
+            if T[k] > run:
+                mark[k - b0] = True
+                run = T[k]
+        na = 0
+        for k in range(b0, b1):
+            if not mark[k - b0]:
+                continue
+            f = stab(NB, NC, IB, IQ, root, X[k], a, abs(t - T[k]), buf, stack)
+            for u in range(f):
+                j = buf[u]
+                if seen[j] != i + 1:
+                    seen[j] = i + 1
+                    aff[na] = j
+                    na += 1
+        for u in range(na):
+            j = aff[u]
+            if mode == 1:
+                oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                continue
+            pos = xlb(X, QP[j], b0, b1)
+            e = xub(X, OHI[j], pos, b1)
+            oq, oi, oo, n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], pos, e, i, Qid[j], mode, oq, oi, oo, n, cnt)
+            s = xlb(X, OLO[j], b0, pos)
+            oq, oi, oo, n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], s, pos, i, Qid[j], mode, oq, oi, oo, n, cnt)
+    return oq[:n], oi[:n], oo[:n], cnt

@@ -1,0 +1,196 @@
+"""Select-join strategies of paper 003 §3.2 and §4.1: SJ-SSI (§3.2.2, Fig. 5, Theorem 3),
+SJ-JoinFirst and SJ-SelectFirst (§3.2.1; SelectFirst in the improved form of §4.1), SJ-Vanilla
+(§4.1) and SJ-Hotspot (§3.2.3: SJ-SSI on hotspots, SJ-SelectFirst on scattered queries).
+
+A query: sigma_{A in rangeA} R join_{R.B = S.B} sigma_{C in rangeC} S. For tuples arriving on R
+the "other" range is rangeC and the "mine" range rangeA; for tuples arriving on S the reverse
+(symmetric: each arriving side has its own SSI, built on the other side's ranges).
+
+Per arriving tuple (n queries, tau groups, m stored tuples, m' partners, n' queries whose
+arriving-side range holds the tuple, g(n) an R-tree probe, k output pairs):
+
+* SJ-SSI:         O(tau (log m + g(n)) + k); space O(n) (an STR R-tree per group).
+* SJ-JoinFirst:   O(log m + m' g(n) + k); one R-tree over all queries' rectangles.
+* SJ-SelectFirst: O(log n + log m + n' log m' + k); a max-hi tournament tree over the
+  arriving-side ranges sorted by left endpoint; the partner block located once.
+* SJ-Vanilla:     O(log m + n log m' + k); no query index.
+
+Query indexes are rebuilt lazily at the next insert after registrations/terminations; the
+stabbing partitions are maintained per update (App. A.1) / by the hotspot tracker (§2.2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _join_kernels_band as kb
+from . import _join_kernels_select as ks
+from . import hotspot
+from ._rtree import build_forest
+from .hotspot import HotspotTracker
+from .partition import StabbingPartition
+
+# row = (alo, ahi, clo, chi, w); per arriving side: (other lo, other hi, mine lo, mine hi)
+COLS = {"left": (2, 3, 0, 1), "right": (0, 1, 2, 3)}
+
+
+def other_index(op, side):
+    """The stored other side in (key, attr) order: K, X, S, T."""
+    o = op.cur  # the part of the other side being probed (strategies._Strategy._probe)
+    return o.k, o.kx, o.ks, o.kt
+
+
+class _Queries:
+    """Per arriving side: local query arrays (Qid, OLO, OHI, MLO, MHI, W) and the boxes."""
+
+    def __init__(self, op, side, ids=None) -> None:
+        if ids is None:
+            qids, rows = op.query_arrays()
+        else:
+            qids = np.array(sorted(ids), np.int64)
+            rows = np.array([op.q[i] for i in qids.tolist()], np.float64).reshape(len(qids), 5)
+        ol, oh, ml, mh = COLS[side]
+        self.qid = qids
+        self.local = {int(q): j for j, q in enumerate(qids.tolist())}
+        self.olo, self.ohi = np.ascontiguousarray(rows[:, ol]), np.ascontiguousarray(rows[:, oh])
+        self.mlo, self.mhi = np.ascontiguousarray(rows[:, ml]), np.ascontiguousarray(rows[:, mh])
+        self.w = np.ascontiguousarray(rows[:, 4])
+        self.boxes = np.stack([self.olo, self.ohi, self.mlo, self.mhi, self.w], 1) if len(qids) else np.empty((0, 5))
+
+    def stab_index(self):
+        """(MLO sorted, max-hi tree, size, and the arrays reordered alike) for SelectFirst."""
+        o = np.lexsort((self.qid, self.mlo))
+        size = 1
+        while size < max(1, len(o)):
+            size *= 2
+        mx = kb.pst_build(self.mhi[o], size)
+        return (np.ascontiguousarray(self.mlo[o]), mx, size, self.qid[o],
+                np.ascontiguousarray(self.olo[o]), np.ascontiguousarray(self.ohi[o]), np.ascontiguousarray(self.w[o]))
+
+
+class _PerSide:
+    """Plans hold one structure per arriving side, built on first use after a change."""
+
+    def __init__(self, op) -> None:
+        self.op = op
+        self.built: dict[str, object] = {}
+
+    def add(self, qid, row):
+        pass
+
+    def remove(self, qid, row):
+        pass
+
+    def rebuild(self):
+        self.built = {}
+
+    def probe(self, side, seqs, key, x, t, mode):
+        if side not in self.built:
+            self.built[side] = self.build(side)
+        return self.run(side, self.built[side], key, x, t, mode)
+
+
+class SJJoinFirst(_PerSide):
+    def build(self, side):
+        q = _Queries(self.op, side)
+        NB, NC, IB, IQ, roots = build_forest(q.boxes, [np.arange(len(q.qid))])
+        return q, (int(roots[0]), NB, NC, IB, IQ)
+
+    def run(self, side, b, key, x, t, mode):
+        q, tree = b
+        K, X, S, _ = other_index(self.op, side)
+        return ks.sj_join_first(K, X, S, key, x, *tree, q.qid, mode, *kb._out())
+
+
+class SJSelectFirst(_PerSide):
+    def build(self, side):
+        return _Queries(self.op, side).stab_index()
+
+    def run(self, side, b, key, x, t, mode):
+        mlo, mx, size, qid, olo, ohi, _ = b
+        K, X, S, _ = other_index(self.op, side)
+        return ks.sj_select_first(K, X, S, key, x, mlo, mx, size, qid, olo, ohi, mode, *kb._out())
+
+
+class SJVanilla(_PerSide):
+    def build(self, side):
+        return _Queries(self.op, side)
+
+    def run(self, side, q, key, x, t, mode):
+        K, X, S, _ = other_index(self.op, side)
+        return ks.sj_vanilla(K, X, S, key, x, q.mlo, q.mhi, q.qid, q.olo, q.ohi, mode, *kb._out())
+
+
+def ssi_forest(q: _Queries, groups: list[tuple[float, list[int]]]):
+    """Stabbing points and the per-group R-tree forest of the given (point, member qids)."""
+    P = np.array([p for p, _ in groups], np.float64)
+    mem = [np.array([q.local[i] for i in m], np.int64) for _, m in groups]
+    return P, *build_forest(q.boxes, mem, by_y=True)
+
+
+class SJSSI(_PerSide):
+    """Two dynamic stabbing partitions: of rangeC (serves arriving R) and rangeA (arriving S)."""
+
+    def __init__(self, op, eps: float = 0.5) -> None:
+        super().__init__(op)
+        self.part = {"left": StabbingPartition(eps), "right": StabbingPartition(eps)}
+
+    def add(self, qid, row):
+        for side, p in self.part.items():
+            ol, oh = COLS[side][:2]
+            p.insert(qid, row[ol], row[oh])
+
+    def remove(self, qid, row):
+        for p in self.part.values():
+            p.delete(qid)
+
+    def build(self, side):
+        p = self.part[side]
+        q = _Queries(self.op, side)
+        groups = sorted((p.point[g], sorted(m)) for g, m in p.groups.items())
+        P, NB, NC, IB, IQ, roots = ssi_forest(q, groups)
+        p.drain_dirty()
+        return q, (P, roots, NB, NC, IB, IQ)
+
+    def run(self, side, b, key, x, t, mode):
+        q, f = b
+        K, X, S, _ = other_index(self.op, side)
+        return ks.sj_ssi(K, X, S, key, x, *f, q.qid, q.olo, q.ohi, mode, *kb._out())
+
+
+class SJHotspot(_PerSide):
+    """SJ-SSI on the hot groups, SJ-SelectFirst (§4.1) on the scattered queries."""
+
+    def __init__(self, op, alpha: float | None = None, eps: float = 0.5) -> None:
+        super().__init__(op)
+        a = hotspot.ALPHA if alpha is None else alpha
+        self.track = {"left": HotspotTracker(a, eps), "right": HotspotTracker(a, eps)}
+
+    def add(self, qid, row):
+        for side, tr in self.track.items():
+            ol, oh = COLS[side][:2]
+            tr.insert(qid, row[ol], row[oh])
+
+    def remove(self, qid, row):
+        for tr in self.track.values():
+            tr.delete(qid)
+
+    def build(self, side):
+        tr = self.track[side]
+        hot_ids = [i for m in tr.hot.values() for i in m]
+        hq = _Queries(self.op, side, hot_ids)
+        groups = sorted((tr.hot_point(h), sorted(m)) for h, m in tr.hot.items())
+        P, NB, NC, IB, IQ, roots = ssi_forest(hq, groups)
+        sq = _Queries(self.op, side, list(tr.scattered.iv))
+        tr.drain_changes()
+        return hq, (P, roots, NB, NC, IB, IQ), sq.stab_index() if len(sq.qid) else None
+
+    def run(self, side, b, key, x, t, mode):
+        hq, f, sel = b
+        K, X, S, _ = other_index(self.op, side)
+        q1, i1, o1, c1 = ks.sj_ssi(K, X, S, key, x, *f, hq.qid, hq.olo, hq.ohi, mode, *kb._out())
+        if sel is None:
+            return q1, i1, o1, c1
+        mlo, mx, size, qid, olo, ohi, _ = sel
+        q2, i2, o2, c2 = ks.sj_select_first(K, X, S, key, x, mlo, mx, size, qid, olo, ohi, mode, *kb._out())
+        return np.concatenate([q1, q2]), np.concatenate([i1, i2]), np.concatenate([o1, o2]), c1 + c2

@@ -1,0 +1,126 @@
+"""Sharded mode's pieces that run on either side: routing helpers (hash of key text per row,
+join placements), Arrow IPC, and :func:`shard_task`, the function Spark runs on an executor for
+one shard and one batch (see :mod:`.sharded`)."""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from vigil.state import bytes_table as _unipc
+from vigil.state import table_bytes as _ipc
+
+ALL = -1  # home of a query held by every shard
+
+
+def _h(text: str, shards: int) -> int:
+    return zlib.crc32(text.encode()) % shards
+
+
+def _key_text(items: list[tuple[str, Any]]) -> str:
+    return "\x1f".join(f"{c}={v if isinstance(v, str) else json.dumps(v)}" for c, v in items)
+
+
+def _text(rows: pa.Table, col: str, prefix: str = "") -> pa.Array:
+    """A column as text (as the engine compares keys: Arrow's cast to string), nulls marked."""
+    n = rows.num_rows
+    if col not in rows.column_names:
+        return pa.array(["\x00null"] * n, pa.string())
+    c = rows.column(col)
+    c = c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+    txt = c if pa.types.is_string(c.type) else pc.cast(c, pa.string())
+    txt = pc.fill_null(txt, "\x00null")
+    return pc.binary_join_element_wise(pa.scalar(prefix), txt, "") if prefix else txt
+
+
+def _shard_of(text: pa.Array, shards: int) -> np.ndarray:
+    """hash(text) mod shards per row: one crc32 per distinct value."""
+    enc = pc.dictionary_encode(text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text)
+    dest = np.array([_h(v, shards) for v in enc.dictionary.to_pylist()], np.int64)
+    if not len(dest):
+        return np.zeros(len(text), np.int64)
+    return dest[np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)]
+
+
+def _is(rows: pa.Table, col: str, value: str) -> np.ndarray:
+    if col not in rows.column_names:
+        return np.zeros(rows.num_rows, bool)
+    c = rows.column(col)
+    if not pa.types.is_string(c.type):
+        c = pc.cast(c, pa.string())
+    return np.asarray(pc.fill_null(pc.equal(c, pa.scalar(value)), False).to_numpy(zero_copy_only=False), bool)
+
+
+def join_destinations(rows: pa.Table, places: list[list], shards: int,
+                      dest_of=None) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per shard, the rows the join placements send there; and the rows some placement covers.
+    A placement is ``[rel, "col", column]`` (rows of rel -> hash(column value)) or
+    ``[rel, "shard", k]`` (every row of rel -> shard k). ``dest_of(column)``: hash shard per row."""
+    n = rows.num_rows
+    dest_of = dest_of or (lambda c: _shard_of(_text(rows, c), shards))
+    masks = [np.zeros(n, bool) for _ in range(shards)]
+    covered = np.zeros(n, bool)
+    for rel in sorted({p[0] for p in places}):
+        mine = _is(rows, "rel", rel)
+        if not mine.any():
+            continue
+        covered |= mine
+        for _, how, what in (p for p in places if p[0] == rel):
+            if how == "shard":
+                masks[int(what)] |= mine
+            else:
+                dest = dest_of(what)
+                for k in range(shards):
+                    masks[k] |= mine & (dest == k)
+    return masks, covered
+
+
+def _alive_split(eng) -> dict[str, int]:
+    """Alive queries per family; families held by every shard are tagged ``shared:`` (counted once)."""
+    per: dict[str, int] = {}
+    for key in eng.where.values():
+        fam, params = json.loads(key)
+        if fam in ("substream", "quantiles") or (fam == "joins" and params.get("kind") != "band"):
+            fam = "shared:" + fam
+        per[fam] = per.get(fam, 0) + 1
+    return per
+
+
+def shard_task(item: tuple) -> tuple:
+    """Runs on an executor: one shard's work for one batch (or its end of input)."""
+    import os
+
+    os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "vigil-numba"))
+    from vigil.engine import Engine, Partial
+
+    shard, rows_b, ops, blob, settings, final, extra = item
+    eng = Engine.restore(blob) if blob else Engine(**settings)
+    t0 = time.perf_counter()
+    summaries: list = []
+    eng.partial = Partial(own=extra.get("own"), clock=extra.get("clock"), summaries=summaries)
+    if extra.get("hist"):
+        eng.add_history(_unipc(extra["hist"]))
+    if final:
+        out = eng.finish()
+    else:
+        if ops:
+            eng.add_operations(ops)
+        out = eng.process(_unipc(rows_b))
+        more = eng.advance(extra["position"])
+        if more.num_rows:
+            out = pa.concat_tables([out, more])
+    eng.partial = None
+    dt = time.perf_counter() - t0
+    return shard, _ipc(out), eng.snapshot(), _alive_split(eng), dt, summaries
+
+
+def _ev(event: str, ident: str | None, at: int | None, **kw) -> dict:
+    return {"event": event, "id": ident, "at": at, "value": kw.get("value"), "keys": kw.get("keys"),
+            "r": None, "s": None, "reason": kw.get("reason")}
+

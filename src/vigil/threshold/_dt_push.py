@@ -1,0 +1,250 @@
+"""DT kernels: element processing and distributed tracking (paper 000 §4 steps 1-3, §7 weighted
+rounds): an element descends each tree, bumps counters, and fires the queues whose minimum it
+reached. O(h) per element plus O(log_4 n) per signal; see :mod:`vigil.threshold._kernels`."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ._dt_keys import _LO32, I64_MAX, ST_DIRECT, ST_MATURED, ST_PURGED, ST_ROUNDS, ST_SIGNALS
+from ._dt_queues import _remove_query, _root, _set_key
+
+# --------------------------------------------------------------------------------------------
+# distributed tracking: a counter reached the top of its heap (§4 steps 1-3, §7 weighted rounds)
+# --------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True, inline="always")
+def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
+    """Query q matured at element i: report it and remove its entries eagerly (§4)."""
+    out_q[nout] = q
+    out_o[nout] = i
+    st[ST_MATURED] += 1
+    qalive[q] = 0
+    qr[q, 1] = -1
+    _remove_query(NR, tt, qn, qr, q)
+    return nout + 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
+    """Counter of node r is now c (>= the top sigma of H(r)): deliver every due signal."""
+    while True:
+        info = NR[r, 3]
+        rp = _root(info >> 32, info & _LO32)
+        s0 = tt[rp, 0]
+        if s0 > c:
+            break
+        v = tt[rp, 1]
+        q = v >> 32
+        slot = v & _LO32
+        lq = qr[q, 1]
+        if lq < 0:
+            # entry of a terminated query (lazy deletion): drop it now that it surfaced
+            _set_key(NR, tt, r, slot, I64_MAX)
+            st[ST_PURGED] += 1
+            continue
+        e0 = qr[q, 3]
+        e1 = qr[q + 1, 3]
+        h = e1 - e0
+        if lq > 0:
+            # weighted round (§7): one increment may carry several signals; they stop when the
+            # coordinator has its h signals and announces the end of the round
+            ksig = (c - s0) // lq + 1
+            need = h - qr[q, 2]
+            if ksig < need:
+                qr[q, 2] += ksig
+                st[ST_SIGNALS] += ksig
+                _set_key(NR, tt, r, slot, s0 + ksig * lq)
+                continue
+            st[ST_SIGNALS] += need
+            st[ST_ROUNDS] += 1
+            S = np.int64(0)
+            for j in range(e0, e1):
+                S += NR[qn[j, 0], 1]
+            if S >= qr[q, 0]:
+                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
+                continue
+            remq = qr[q, 0] - S
+            if remq <= 6 * h:
+                qr[q, 1] = 0
+                qr[q, 2] = S
+                st[ST_DIRECT] += 1
+                for j in range(e0, e1):
+                    u = qn[j, 0]
+                    _set_key(NR, tt, u, qn[j, 1], NR[u, 1] + 1)
+            else:
+                nl = remq // (2 * h)
+                qr[q, 1] = nl
+                qr[q, 2] = 0
+                for j in range(e0, e1):
+                    u = qn[j, 0]
+                    _set_key(NR, tt, u, qn[j, 1], NR[u, 1] + nl)
+        else:
+            # direct mode (tau <= 6h): every counter change is reported
+            a = qr[q, 2] + c - (s0 - 1)
+            qr[q, 2] = a
+            st[ST_SIGNALS] += 1
+            if a >= qr[q, 0]:
+                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
+                continue
+            _set_key(NR, tt, r, slot, c + 1)
+    return nout
+
+
+# --------------------------------------------------------------------------------------------
+# element processing
+# --------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True, nogil=True)
+def _locate(xk, w, i0, i1, tbase, tL, tH, tdim, NR, last, it_el, it_tree, it_leaf, cur, tmp):
+    """Phase A of a group of elements ``i0..i1-1``: descend every tree an element must visit, level
+    by level across all (element, tree) pairs at once (ordered by height, so each level is a prefix
+    of the list), so that the cache misses of independent descents overlap (and phase B finds the
+    rows in cache). Reads only split keys and child links, which never change after the build. Writes one item (element,
+    last-dimension tree, leaf index) per visited last-dimension tree, grouped by element in
+    increasing order; returns the number of items. ``cur``/``tmp``: int64[cap, 6] scratch."""
+    # cur columns: 0 element, 1 tree, 2 j (index in level), 3 level offset, 4 x, 5 height
+    ncur = 0
+    for i in range(i0, i1):
+        if w[i] > 0:
+            cur[ncur, 0] = i
+            cur[ncur, 1] = 0
+            ncur += 1
+    nit = 0
+    hist = np.zeros(66, np.int64)
+    while ncur > 0:
+        kd = tdim[cur[0, 1]]
+        # order by height, tallest first
+        hist[:] = 0
+        for p in range(ncur):
+            hh = tH[cur[p, 1]]
+            hist[64 - hh] += 1
+        acc = 0
+        for b in range(66):
+            c = hist[b]
+            hist[b] = acc
+            acc += c
+        for p in range(ncur):
+            t = cur[p, 1]
+            hh = tH[t]
+            dst = hist[64 - hh]
+            hist[64 - hh] = dst + 1
+            tmp[dst, 0] = cur[p, 0]
+            tmp[dst, 1] = t
+            tmp[dst, 2] = 0
+            tmp[dst, 3] = 0
+            tmp[dst, 4] = xk[cur[p, 0], kd]
+            tmp[dst, 5] = hh
+        maxh = tmp[0, 5]
+        nchild = 0
+        active = ncur
+        for lev in range(maxh + 1):
+            while active > 0 and tmp[active - 1, 5] < lev:
+                active -= 1
+            for p in range(active):
+                t = tmp[p, 1]
+                H = tmp[p, 5]
+                row = tbase[t] + tmp[p, 3] + tmp[p, 2]
+                if kd != last:
+                    ch = NR[row, 1]
+                    if ch >= 0:
+                        cur[nchild, 0] = tmp[p, 0]
+                        cur[nchild, 1] = ch
+                        nchild += 1
+                if lev < H:
+                    tmp[p, 3] += ((tL[t] - 1) >> (H - lev)) + 1
+                    tmp[p, 2] = 2 * tmp[p, 2] + (1 if tmp[p, 4] >= NR[row, 0] else 0)
+        if kd == last:
+            for p in range(ncur):
+                it_el[nit] = tmp[p, 0]
+                it_tree[nit] = tmp[p, 1]
+                it_leaf[nit] = tmp[p, 2]
+                nit += 1
+            break
+        ncur = nchild
+    # group items by element (stable counting sort over the small element range)
+    if nit > 1:
+        span = i1 - i0
+        cnt = np.zeros(span + 1, np.int64)
+        for p in range(nit):
+            cnt[it_el[p] - i0 + 1] += 1
+        for e in range(span):
+            cnt[e + 1] += cnt[e]
+        for p in range(nit):
+            tmp[p, 0] = it_el[p]
+            tmp[p, 1] = it_tree[p]
+            tmp[p, 2] = it_leaf[p]
+        for p in range(nit):
+            k = tmp[p, 0] - i0
+            dst = cnt[k]
+            cnt[k] = dst + 1
+            it_el[dst] = tmp[p, 0]
+            it_tree[dst] = tmp[p, 1]
+            it_leaf[dst] = tmp[p, 2]
+    return nit
+
+
+_GROUP = 16
+
+
+@nb.njit(cache=True, nogil=True)
+def push_dt(xk, w, NR, tbase, tL, tH, tdim, tt, qn, qr, qalive, out_q, out_o, st, floor):
+    """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) through one structure.
+    Each element visits the root-to-leaf path of the primary tree and, for d > 1, of the
+    secondary trees of the nodes on it (§6); each visited node of the last dimension gets
+    ``c(u) += w`` and, if its heap top is due, signals (§4).
+
+    Elements are taken in groups of ``_GROUP``: phase A (:func:`_locate`) finds all their leaves,
+    phase B then applies the elements strictly one after another, in order: counters along each
+    path (addresses known, so the misses overlap) and heap inspection. Offsets are exact: an
+    element touches at most one node of any query's canonical set, so the order of the counter
+    updates *within* one element is immaterial, and nothing phase A reads ever changes.
+    With ``floor`` only counters are maintained. Returns the number of maturities written to
+    ``out_q`` (local query) / ``out_o`` (row), in row order. O(log^d m) per element plus O(log m)
+    per signal."""
+    n = xk.shape[0]
+    last = xk.shape[1] - 1
+    nout = 0
+    # upper bound of items per element: product of (height + 1) over the dimensions
+    per = 1
+    hmax = 0
+    for t in range(tH.shape[0]):
+        if tH[t] > hmax:
+            hmax = tH[t]
+    for _ in range(last + 1):
+        per *= hmax + 1
+    G = _GROUP if per * _GROUP <= (1 << 20) else max(1, (1 << 20) // per)
+    cap = per * G + 2
+    it_el = np.empty(cap, np.int64)
+    it_tree = np.empty(cap, np.int64)
+    it_leaf = np.empty(cap, np.int64)
+    cur = np.empty((cap, 6), np.int64)
+    tmp = np.empty((cap, 6), np.int64)
+    for i0 in range(0, n, G):
+        i1 = min(n, i0 + G)
+        nit = _locate(xk, w, i0, i1, tbase, tL, tH, tdim, NR, last, it_el, it_tree, it_leaf, cur, tmp)
+        for p in range(nit):
+            i = it_el[p]
+            wi = w[i]
+            t = it_tree[p]
+            leaf = it_leaf[p]
+            base = tbase[t]
+            L = tL[t]
+            H = tH[t]
+            off = 0
+            if floor:
+                for lev in range(H + 1):
+                    NR[base + off + (leaf >> (H - lev)), 1] += wi
+                    off += ((L - 1) >> (H - lev)) + 1
+                continue
+            for lev in range(H + 1):
+                row = base + off + (leaf >> (H - lev))
+                c = NR[row, 1] + wi
+                NR[row, 1] = c
+                if c >= NR[row, 2]:
+                    nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
+                off += ((L - 1) >> (H - lev)) + 1
+    return nout

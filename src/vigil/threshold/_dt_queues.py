@@ -1,0 +1,232 @@
+"""DT kernels: the per-node priority queues H(u) (array-embedded 4-ary tournament trees; paper
+000 §4), their layout and build, key changes, and query removal / exact remaining weights.
+A key change costs O(log_4 n); see :mod:`vigil.threshold._kernels` for the layout."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ._dt_build import _decompose
+from ._dt_keys import _LO32, I64_MAX
+
+# fan-out of the tournament trees: _TF = 2**_TB children per internal node (4 measured best;
+# _set_key's unrolled match assumes 4)
+_TB = 2
+_TF = 1 << _TB
+_TM = _TF - 1
+
+
+@nb.njit(cache=True, inline="always")
+def _root(toff, n):
+    """Slot of the root of the tournament tree with n leaves starting at slot toff."""
+    off = toff
+    while n > 1:
+        off += n
+        n = (n + _TM) >> _TB
+    return off
+
+
+@nb.njit(cache=True, nogil=True)
+def _region(n):
+    """Slots used by a tournament tree with n >= 1 leaves (leaves + every internal level)."""
+    t = n
+    while n > 1:
+        n = (n + _TM) >> _TB
+        t += n
+    return t
+
+
+@nb.njit(cache=True, inline="always")
+def _group_min(tt, c0, c1):
+    """(key, payload) of the minimal slot in ``tt[c0:c1]`` (the first one on ties)."""
+    mk = tt[c0, 0]
+    mv = tt[c0, 1]
+    for c in range(c0 + 1, c1):
+        if tt[c, 0] < mk:
+            mk = tt[c, 0]
+            mv = tt[c, 1]
+    return mk, mv
+
+
+@nb.njit(cache=True, nogil=True)
+def heap_layout(NR, moff, mm, gorder, tL, tH, tbase):
+    """Last dimension: count the canonical nodes of every membership (tree by tree), give every
+    query its query-major entry range ``[poff[q], poff[q+1])`` (membership e starts at
+    ``mm[e, 3]``), and lay out the per-node priority queues H(u) in one pool:
+    ``NR[u, 3] = offset << 32 | size`` (size = number of queries having u canonical).
+    Returns ``(poff, slots)``."""
+    R = NR.shape[0]
+    k = moff.shape[0] - 1
+    cnt = np.zeros(R, np.int64)
+    out = np.empty(140, np.int64)
+    for x in range(gorder.shape[0]):
+        e = gorder[x]
+        g = mm[e, 2] >> 32
+        n = _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
+        mm[e, 3] = n
+        for y in range(n):
+            cnt[out[y]] += 1
+    poff = np.empty(k + 1, np.int64)
+    tot = 0
+    for q in range(k):
+        poff[q] = tot
+        for e in range(moff[q], moff[q + 1]):
+            n = mm[e, 3]
+            mm[e, 3] = tot
+            tot += n
+    poff[k] = tot
+    s = 0
+    for r in range(R):
+        n = cnt[r]
+        NR[r, 3] = (s << 32) | n
+        if n > 0:
+            s += _region(n)
+    return poff, s
+
+
+@nb.njit(cache=True, nogil=True)
+def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
+    """Fill the priority queues laid out by :func:`heap_layout` (``tt``, ``qn``, ``qr`` allocated
+    by the caller: int64[slots, 2], int32[E, 2], zeroed int64[k+1, 4]) and start one
+    distributed-tracking instance per query (§3.2/§7: slack ``floor(tau/(2h))`` if ``tau > 6h``,
+    direct mode otherwise); all counters are 0. O(E) time (tree by tree, then bottom-up
+    tournaments)."""
+    R = NR.shape[0]
+    k = rem.shape[0]
+    for q in range(k):
+        h = poff[q + 1] - poff[q]
+        tau = rem[q]
+        qr[q, 0] = tau
+        qr[q, 3] = poff[q]
+        if tau > 6 * h:
+            qr[q, 1] = tau // (2 * h)
+    qr[k, 3] = poff[k]
+    cnt = np.empty(R, np.int64)
+    for r in range(R):
+        cnt[r] = NR[r, 3] >> 32
+    out = np.empty(140, np.int64)
+    for x in range(gorder.shape[0]):
+        e = gorder[x]
+        gq = mm[e, 2]
+        g = gq >> 32
+        q = gq & _LO32
+        key = qr[q, 1] if qr[q, 1] > 0 else 1
+        n = _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
+        j = mm[e, 3]
+        for y in range(n):
+            r = out[y]
+            slot = cnt[r]
+            cnt[r] = slot + 1
+            tt[slot, 0] = key
+            tt[slot, 1] = (q << 32) | slot
+            qn[j + y, 0] = r
+            qn[j + y, 1] = slot
+    for r in range(R):
+        n = NR[r, 3] & _LO32
+        if n == 0:
+            continue
+        off = NR[r, 3] >> 32
+        while n > 1:
+            nxt = off + n
+            m = (n + _TM) >> _TB
+            for p in range(m):
+                c0 = off + (p << _TB)
+                mk, mv = _group_min(tt, c0, min(c0 + _TF, off + n))
+                tt[nxt + p, 0] = mk
+                tt[nxt + p, 1] = mv
+            off = nxt
+            n = m
+        NR[r, 2] = tt[off, 0]
+
+
+# --------------------------------------------------------------------------------------------
+# the per-node priority queues H(u): array-embedded 4-ary tournament (winner) trees
+# --------------------------------------------------------------------------------------------
+#
+# Node u's queue occupies the slots [toff, toff + region(n)) of ``tt``: its n leaves (one per
+# entry, never moving), then each internal level (a node holds the minimum (sigma, payload) of its
+# 4 children), the root last. Payload = q << 32 | leaf slot. Changing one key re-plays the matches
+# on the leaf's path, stopping as soon as a winner is unchanged: O(log_4 n) with one 4-slot group
+# read per level and no position index to maintain (the leaves are fixed).
+
+
+@nb.njit(cache=True, nogil=True)
+def _set_key(NR, tt, r, slot, newkey):
+    """Set the key of leaf ``slot`` of H(r) and re-play its matches; keep NR[r, 2] = min."""
+    info = NR[r, 3]
+    off = info >> 32
+    n = info & _LO32
+    tt[slot, 0] = newkey
+    i = slot - off
+    while n > 1:
+        p = i >> _TB
+        c0 = off + (p << _TB)
+        c1 = min(c0 + _TF, off + n)
+        if c1 - c0 == 4:
+            # full group: branch-free pairwise matches (first minimal child wins ties)
+            k0 = tt[c0, 0]
+            k1 = tt[c0 + 1, 0]
+            k2 = tt[c0 + 2, 0]
+            k3 = tt[c0 + 3, 0]
+            a = c0 if k0 <= k1 else c0 + 1
+            ka = k0 if k0 <= k1 else k1
+            b = c0 + 2 if k2 <= k3 else c0 + 3
+            kb = k2 if k2 <= k3 else k3
+            m = a if ka <= kb else b
+            mk = ka if ka <= kb else kb
+            mv = tt[m, 1]
+        else:
+            mk, mv = _group_min(tt, c0, c1)
+        off += n
+        n = (n + _TM) >> _TB
+        pp = off + p
+        if tt[pp, 0] == mk and tt[pp, 1] == mv:
+            return
+        tt[pp, 0] = mk
+        tt[pp, 1] = mv
+        i = p
+    NR[r, 2] = tt[off, 0]
+
+
+@nb.njit(cache=True, nogil=True)
+def _remove_query(NR, tt, qn, qr, q):
+    for j in range(qr[q, 3], qr[q + 1, 3]):
+        _set_key(NR, tt, qn[j, 0], qn[j, 1], I64_MAX)
+
+
+# --------------------------------------------------------------------------------------------
+# termination, exact weights (for rebuilds / snapshots)
+# --------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True, nogil=True)
+def kill(locs, qr, qalive):
+    """TERMINATE (§5) with lazy deletion: O(1) per query. The query is marked dead (``lam = -1``);
+    each of its heap entries is removed when it reaches the top of its heap and its sigma is due
+    (O(log m), at most once per entry) or disappears with the structure at the next global
+    rebuild, which happens before dead entries outnumber alive ones, so space stays
+    O(m_alive log^d m_alive). Returns the number of queries removed."""
+    n = 0
+    for t in range(locs.shape[0]):
+        q = locs[t]
+        if qalive[q]:
+            qalive[q] = 0
+            qr[q, 1] = -1
+            n += 1
+    return n
+
+
+@nb.njit(cache=True, nogil=True)
+def remaining(NR, qn, qr, qalive):
+    """For each local query, ``tgt - W`` where ``W = sum_{u in U_q} c(u)`` is its exact weight in
+    this structure (the threshold reset of §4's global rebuilding and §5's merges)."""
+    k = qalive.shape[0]
+    out = np.zeros(k, np.int64)
+    for q in range(k):
+        if qalive[q]:
+            S = np.int64(0)
+            for j in range(qr[q, 3], qr[q + 1, 3]):
+                S += NR[qn[j, 0], 1]
+            out[q] = qr[q, 0] - S
+    return out

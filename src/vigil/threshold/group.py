@@ -1,0 +1,78 @@
+"""The threshold family's engine adapter: one ThresholdOperator per (range columns, weight column,
+equality keys). Rows matching the equality keys are seen; range columns and the weight are checked.
+Registrations are buffered and handed to the operator as one batch; matured queries leave the
+engine (``engine._gone``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..group import Cols, Group, Segment
+from ..specs import ThresholdSpec
+
+
+class ThresholdGroup(Group):
+    family = "threshold"
+    ends_inside_segment = True  # queries mature inside a segment
+
+    @staticmethod
+    def params_of(spec: ThresholdSpec) -> dict[str, Any]:
+        return {"cols": list(spec.range_columns()), "weight": spec.weight, "keys": [list(kv) for kv in spec.key_items()]}
+
+    def __init__(self, engine: Any, params: dict[str, Any]) -> None:
+        super().__init__(engine, params)
+        self.op = engine.impl("threshold")(len(params["cols"]))
+
+    def checks(self, cols, idx):
+        mask = None
+        for col, value in self.params["keys"]:
+            m = cols.equals(col, value)[idx]
+            mask = m if mask is None else mask & m
+        refs = [(c, "num") for c in self.params["cols"]]
+        if self.params["weight"]:
+            refs.append((self.params["weight"], "weight"))
+        return [(mask, refs)]
+
+    def register(self, qid: int, spec: ThresholdSpec, start: int) -> None:
+        # registrations are buffered and handed to the operator as one batch (a million
+        # registrations at one position become one register() call)
+        lo, hi = spec.bounds()
+        self._reg = getattr(self, "_reg", [])
+        self._reg.append((qid, lo, hi, spec.threshold))
+
+    def _flush(self) -> None:
+        reg = getattr(self, "_reg", None)
+        if reg:
+            self._reg = []
+            d = len(self.params["cols"])
+            self.op.register(
+                np.array([r[0] for r in reg], np.int64),
+                np.array([r[1] for r in reg], float).reshape(-1, d),
+                np.array([r[2] for r in reg], float).reshape(-1, d),
+                np.array([r[3] for r in reg], np.int64),
+            )
+
+    def terminate(self, qid: int) -> None:
+        self.terminate_many([qid])
+
+    def terminate_many(self, qids: list[int]) -> None:
+        self._flush()
+        self.op.terminate(np.array(qids, np.int64))
+
+    def state(self):
+        self._flush()
+        return super().state()
+
+    def feed(self, cols: Cols, rows: np.ndarray, seqs: np.ndarray, seg: Segment) -> None:
+        self._flush()
+        pts = np.empty((len(rows), len(self.params["cols"])), np.float64)
+        for j, c in enumerate(self.params["cols"]):
+            pts[:, j] = cols.get(c, "num")[0][rows]
+        w = cols.get(self.params["weight"], "weight")[0][rows] if self.params["weight"] else np.ones(len(rows), np.int64)
+        q, off = self.op.push(pts, w)
+        if len(q):
+            seg.add("matured", q, seqs[off])
+            for qid in q.tolist():
+                self.engine._gone(qid)

@@ -1,0 +1,125 @@
+"""Numba kernels of L-INT (paper 002, §3.1.2, Definition 3.2, Fig. 5, Theorems 3.3-3.4).
+
+Part g (window widths in [w, 2w-1], w = W_min = 2^k, W_max = 2w-1, so W_max/W_min < c = 2) has
+landmarks at the local positions alpha*w (alpha >= 1) and keeps
+* ``suf``: for every position x, f(x .. L-1), L the first landmark after x ("ending just before a
+  landmark"), computed by one backward pass when the block [L-w, L-1] completes (amortized O(1));
+* ``pre``: for every retained landmark L and 0 <= d < 2w, f(L .. L+d) ("beginning at a landmark"),
+  a ring of nl rows of 2w slots; an arriving element extends the <= 2 rows of the landmarks in
+  (p-2w, p] (O(1)).
+A lookup (a, b) of width in [w, 2w-1] contains a landmark L (the first one >= a) and is
+suf[a] (+) pre[L][b-L]: two reads (Theorem 3.3). A window cut shorter than w (by the stream start,
+a registration or rejected rows) may contain no landmark: it is scanned (< w elements).
+Values and counts (of non-null values) are kept side by side: COUNT, SUM, AVG read both, MIN/MAX
+the values (NULL = the identity).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._window_kernels import window_bounds
+
+
+@numba.njit(cache=True, nogil=True)
+def _comb(x, y, code):
+    if code == 3:
+        return x if x < y else y
+    if code == 4:
+        return x if x > y else y
+    return x + y
+
+
+@numba.njit(cache=True, nogil=True)
+def _ident(code):
+    if code == 3:
+        return np.inf
+    if code == 4:
+        return -np.inf
+    return 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def lint_push(code, pw, pnl, poff, ngroups, sufv, sufc, prev, prec, ring, mask, pos0, vals):
+    cap = mask + 1
+    idn = _ident(code)
+    for g in range(ngroups):
+        w = pw[g]
+        nl = pnl[g]
+        off = poff[g]
+        so = g * cap
+        for j in range(len(vals)):
+            p = pos0 + 1 + j
+            v = vals[j]
+            c = 1.0
+            if v != v:
+                v = idn
+                c = 0.0
+            ahi = p // w
+            alo = (p - 2 * w + w) // w  # ceil((p - 2w + 1) / w)
+            if alo < 1:
+                alo = 1
+            for al in range(alo, ahi + 1):
+                d = p - al * w
+                row = off + (al & (nl - 1)) * 2 * w
+                if d == 0:
+                    prev[row] = v
+                    prec[row] = c
+                else:
+                    prev[row + d] = _comb(prev[row + d - 1], v, code)
+                    prec[row + d] = prec[row + d - 1] + c
+            if (p + 1) % w == 0:  # block [p-w+1, p] complete: suffixes to the landmark p+1
+                av = idn
+                ac = 0.0
+                x = p
+                while x >= p - w + 1 and x >= 1:
+                    if x > pos0:
+                        y = vals[x - pos0 - 1]
+                    else:
+                        y = ring[x & mask]
+                    if y == y:
+                        av = _comb(y, av, code)
+                        ac += 1.0
+                    sufv[so + (x & mask)] = av
+                    sufc[so + (x & mask)] = ac
+                    x -= 1
+
+
+@numba.njit(cache=True, nogil=True)
+def lint_lookup(qids, n, q_part, code, pw, pnl, poff, sufv, sufc, prev, prec, q_left, q_right, q_start, seqs,
+                times, vals, mask, V, m, last_seq, out):
+    cap = mask + 1
+    idn = _ident(code)
+    for k in range(len(qids)):
+        q = qids[k]
+        a, b = window_bounds(q, n, np.nan, False, q_left, q_right, q_start, seqs, times, mask, V, m, last_seq)
+        if a > b:
+            out[k] = 0.0 if code == 1 else np.nan
+            continue
+        g = q_part[q]
+        w = pw[g]
+        L = ((a + w - 1) // w) * w
+        if L > b:  # no landmark inside: a cut window narrower than w
+            rv = idn
+            rc = 0.0
+            for x in range(a, b + 1):
+                y = vals[x & mask]
+                if y == y:
+                    rv = _comb(rv, y, code)
+                    rc += 1.0
+        else:
+            row = poff[g] + ((L // w) & (pnl[g] - 1)) * 2 * w + (b - L)
+            rv = prev[row]
+            rc = prec[row]
+            if a < L:
+                rv = _comb(sufv[g * cap + (a & mask)], rv, code)
+                rc += sufc[g * cap + (a & mask)]
+        if code == 1:
+            out[k] = rc
+        elif rc == 0:
+            out[k] = np.nan
+        elif code == 2:
+            out[k] = rv / rc
+        else:
+            out[k] = rv

@@ -1,0 +1,121 @@
+"""``auto``, the windows family's default: per group (one (column, aggregate, time column)) the
+algorithm that serves its aggregate class best, as measured by ``vigil bench windows`` (see
+docs/experiments/windows.md):
+
+* SUM, COUNT, AVG (subtractable): R-INT (§3.2): O(1) update, O(1) lookup, O(N_max) space;
+* MIN, MAX: suffix windows on :data:`MINMAX_SUFFIX` (B-INT or the SlickDeque-style deque,
+  whichever the benchmark measured faster), historical windows on B-INT (§3.1.1); the second
+  structure is created only when the group's first query of that kind registers (it sees the
+  elements from then on, which is all a query registered then may count);
+* QUANTILE: B-INT-QNT (§3.3).
+
+Bounds: those of the chosen algorithm(s); at most two structures per group.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import WindowOperator
+from .bint import BInt
+from .bint_qnt import BIntQnt
+from .rint import RInt
+from .slickdeque import SlickDeque
+
+# MIN/MAX over suffix windows: "slickdeque" or "bint" (set from the fig10/fig11 measurements)
+MINMAX_SUFFIX = "slickdeque"
+
+_CLASSES = {"rint": RInt, "bint": BInt, "bint_qnt": BIntQnt, "slickdeque": SlickDeque}
+
+
+class Auto(WindowOperator):
+    name = "auto"
+
+    def __init__(self, agg: str, time_based: bool) -> None:
+        super().__init__(agg, time_based)
+        self.subs: dict[str, Any] = {}
+        self.route = np.zeros(0, np.int8)  # qid -> 0 (main) / 1 (historical min/max)
+        self.minmax_suffix = MINMAX_SUFFIX
+
+    def _main_name(self) -> str:
+        if self.agg in ("sum", "count", "avg"):
+            return "rint"
+        if self.agg == "quantile":
+            return "bint_qnt"
+        return self.minmax_suffix
+
+    def _sub(self, which: str) -> Any:
+        if which not in self.subs:
+            name = self._main_name() if which == "main" else "bint"
+            self.subs[which] = _CLASSES[name](self.agg, self.time_based)
+        return self.subs[which]
+
+    def _which(self, spec: Any) -> str:
+        if self.agg in ("min", "max") and self._main_name() == "slickdeque":
+            right = (spec.time if self.time_based else spec.rows)[1]
+            return "hist" if right > 0 else "main"
+        return "main"
+
+    def register(self, qid: int, spec: Any, start: int = 0) -> None:
+        which = self._which(spec)
+        self._sub(which).register(qid, spec, start)
+        if qid >= len(self.route):
+            r = np.zeros(max(qid + 1, 2 * len(self.route), 16), np.int8)
+            r[: len(self.route)] = self.route
+            self.route = r
+        self.route[qid] = 1 if which == "hist" else 0
+
+    def terminate(self, qid: int) -> None:
+        qid = int(qid)
+        if qid < len(self.route):
+            self.subs.get("hist" if self.route[qid] else "main", _NoOp).terminate(qid)
+
+    def alive(self) -> int:
+        return sum(s.alive() for s in self.subs.values())
+
+    def push(self, values: np.ndarray, seqs: np.ndarray, times: np.ndarray | None = None) -> None:
+        for s in self.subs.values():
+            s.push(values, seqs, times)
+
+    def lookup(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> np.ndarray:
+        q = np.ascontiguousarray(qids, dtype=np.int64)
+        if "hist" not in self.subs:
+            if "main" not in self.subs:
+                if len(q):
+                    raise KeyError(f"qid {int(q[0])} is not registered")
+                return np.empty(0)
+            return self.subs["main"].lookup(q, n, t_now)
+        if len(q) and (q.min() < 0 or q.max() >= len(self.route)):
+            raise KeyError("qid is not registered")
+        h = self.route[q] == 1
+        out = np.empty(len(q), np.float64)
+        if h.any():
+            out[h] = self.subs["hist"].lookup(q[h], n, t_now)
+        if not h.all():
+            out[~h] = self._sub("main").lookup(q[~h], n, t_now)
+        return out
+
+    def nbytes(self) -> int:
+        return sum(s.nbytes() for s in self.subs.values())
+
+    def state(self) -> dict[str, Any]:
+        return {"name": "auto", "agg": self.agg, "time_based": self.time_based, "minmax_suffix": self.minmax_suffix,
+                "route": self.route.copy(), "subs": {k: s.state() for k, s in self.subs.items()}}
+
+    @classmethod
+    def from_state(cls, st: dict[str, Any]) -> Auto:
+        op = cls(st["agg"], bool(st["time_based"]))
+        op.minmax_suffix = st["minmax_suffix"]
+        op.route = np.asarray(st["route"], np.int8).copy()
+        for k, s in st["subs"].items():
+            op.subs[k] = _CLASSES[s["name"]].from_state(s)
+        return op
+
+
+class _NoOp:
+    @staticmethod
+    def terminate(qid: int) -> None:
+        return None

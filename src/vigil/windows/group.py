@@ -1,0 +1,94 @@
+"""The windows family's engine adapters: window aggregates (one WindowOperator per (column, agg,
+time column)) and substream filters (one SubstreamOperator per (key column, value column, agg,
+time column); keys dictionary-encoded to int64 codes)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..group import Codes, Group
+from ..specs import SubstreamFilterSpec, WindowAggregateSpec
+
+
+class WindowGroup(Group):
+    family = "windows"
+
+    @staticmethod
+    def params_of(spec: WindowAggregateSpec) -> dict[str, Any]:
+        return {"agg": spec.agg, "column": spec.column, "time_column": spec.tcol}
+
+    def __init__(self, engine: Any, params: dict[str, Any]) -> None:
+        super().__init__(engine, params)
+        self.op = engine.impl("windows")(params["agg"], params["time_column"] is not None)
+
+    def time_column(self):
+        return self.params["time_column"]
+
+    def checks(self, cols, idx):
+        refs = [(self.params["column"], "num")] if self.params["column"] else []
+        if self.params["time_column"]:
+            refs.append((self.params["time_column"], "time"))
+        return [(None, refs)]
+
+    def feed(self, cols, rows, seqs, seg):
+        vals = self.values(cols, rows)
+        times = None
+        if self.params["time_column"]:
+            times = cols.get(self.params["time_column"], "time")[0][rows]
+            if len(times):
+                self.t_last = float(times[-1])
+        self.op.push(vals, seqs, times)
+
+    def lookup(self, qid: int, n: int) -> tuple[float | None, list[str] | None]:
+        v = float(self.op.lookup(np.array([qid], np.int64), n, self.t_last)[0])
+        return (None if math.isnan(v) else v), None
+
+
+
+
+class SubstreamGroup(Group):
+    family = "substream"
+
+    @staticmethod
+    def params_of(spec: SubstreamFilterSpec) -> dict[str, Any]:
+        return {"agg": spec.agg, "column": spec.column, "key": spec.key, "time_column": spec.time_column}
+
+    def __init__(self, engine, params):
+        super().__init__(engine, params)
+        self.op = engine.impl("substream")(params["agg"])
+        self.codes = Codes()
+
+    def time_column(self):
+        return self.params["time_column"]
+
+    def part_tag(self):
+        return "key:" + self.params["key"]
+
+    def checks(self, cols, idx):
+        refs = [(self.params["key"], "key"), (self.params["time_column"], "time")]
+        if self.params["column"]:
+            refs.append((self.params["column"], "num"))
+        return [(None, refs)]
+
+    def feed(self, cols, rows, seqs, seg):
+        vals = self.values(cols, rows)
+        times = cols.get(self.params["time_column"], "time")[0][rows]
+        if len(times):
+            self.t_last = float(times[-1])
+        keys = self.codes.encode(cols.get(self.params["key"], "key")[0][rows])
+        self.op.push(vals, times, keys, seqs)
+
+    def lookup(self, qid, n):
+        t_now = self.engine._t_now(self.params["time_column"], n, self.t_last)
+        codes = self.op.lookup(np.array([qid], np.int64), n, t_now)[0]
+        return None, sorted(self.codes.values[int(c)] for c in codes)
+
+    def state(self):
+        return {**super().state(), "codes": self.codes.values}
+
+    def load(self, s):
+        super().load(s)
+        self.codes = Codes(s["codes"])

@@ -1,0 +1,109 @@
+"""L-INT, landmark intervals (paper 002, §3.1.2, Definition 3.2, Fig. 5, Theorems 3.3-3.4, and
+the general case: operators partitioned so that W_max/W_min <= c in each part, gamma parts).
+
+Queries are partitioned by window width W = NL - NR into the classes [2^k, 2^(k+1)) (c = 2; a part
+is created when its first query registers, so gamma <= log2 N_max + 1, and fewer when widths
+cluster). Each part is the special-case algorithm of Fig. 5 with W_min = 2^k, W_max = 2^(k+1)-1:
+landmarks every W_min positions, the aggregates of the intervals that end just before a landmark
+(one per position) and of those that begin at a landmark (2*W_min per landmark); every window of
+the part is the union of at most two of them (Theorem 3.3). Kernels in ``_lint_kernels``.
+
+Bounds (Theorem 3.4 and its extension): UPDATE O(gamma) amortized, LOOKUP O(1) (+ the window's
+position search, O(1) without seq gaps), space O(gamma N_max). A window cut to fewer than W_min
+elements (stream start, registration, rejected rows) may hold no landmark and is scanned: O(W_min).
+The paper's O(N_max) space refinement for (approximately) suffix windows is not implemented.
+
+Serves SUM, COUNT, AVG, MIN, MAX over rows windows, suffix and historical. Time windows are
+rejected: landmarks are spaced by the narrowest window's width in tuples, and a time window has no
+fixed width in tuples (the paper defers time windows to its full version).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._lint_kernels import lint_lookup, lint_push
+from ._window_base import RingOperator, _grow, _pow2
+
+
+class LInt(RingOperator):
+    name = "lint"
+    aggs = ("sum", "count", "avg", "min", "max")
+    time_ok = ("lint serves rows windows only: its landmarks are spaced by the narrowest window's width "
+               "in tuples, which a time window does not have")
+
+    def __init__(self, agg: str, time_based: bool) -> None:
+        self.part_w: list[int] = []  # W_min of each part
+        self.q_part = np.zeros(0, np.int64)
+        super().__init__(agg, time_based)
+
+    def _layout(self, cap: int) -> None:
+        self.pw = np.array(self.part_w, np.int64)
+        self.pnl = np.array([_pow2(cap // w + 4) for w in self.part_w], np.int64)
+        sizes = self.pnl * 2 * self.pw
+        self.poff = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else np.zeros(0, np.int64)
+        g = len(self.part_w)
+        total = int(sizes.sum()) if len(sizes) else 0
+        self.sufv = np.zeros(max(1, g * cap))
+        self.sufc = np.zeros(max(1, g * cap))
+        self.prev = np.zeros(max(1, total))
+        self.prec = np.zeros(max(1, total))
+
+    def _alloc(self, cap: int) -> None:
+        self._layout(cap)
+
+    def _struct_nbytes(self) -> int:
+        return self.sufv.nbytes + self.sufc.nbytes + self.prev.nbytes + self.prec.nbytes
+
+    def _check_query(self, spec: Any) -> None:
+        left, right = spec.rows
+        w = 1 << (int(left - right).bit_length() - 1)
+        if w not in self.part_w:  # a new part: fresh arrays for it, the others keep their content
+            old = (self.sufv, self.sufc, self.prev, self.prec, self.poff, self.pnl, self.pw, len(self.part_w))
+            self.part_w.append(w)
+            self._layout(self.cap)
+            sv, sc, pv, pc, poff, pnl, pw, g = old
+            if g:
+                self.sufv[: g * self.cap] = sv[: g * self.cap]
+                self.sufc[: g * self.cap] = sc[: g * self.cap]
+                end = int(poff[-1] + pnl[-1] * 2 * pw[-1])
+                self.prev[:end] = pv[:end]
+                self.prec[:end] = pc[:end]
+        self._pending_part = self.part_w.index(w)
+
+    def _registered(self, qid: int) -> None:
+        self.q_part = _grow(self.q_part, qid + 1, 0)
+        if getattr(self, "_pending_part", None) is not None:
+            self.q_part[qid] = self._pending_part
+            self._pending_part = None
+
+    def _push_struct(self, vals: np.ndarray, pos0: int) -> None:
+        if self.part_w:
+            lint_push(self.code, self.pw, self.pnl, self.poff, len(self.part_w), self.sufv, self.sufc, self.prev,
+                      self.prec, self.vals, self.mask, pos0, vals)
+
+    def _lookup_into(self, qids, n, t_now, out) -> None:
+        lint_lookup(qids, n, self.q_part, self.code, self.pw, self.pnl, self.poff, self.sufv, self.sufc, self.prev,
+                    self.prec, self.q_left, self.q_right, self.q_start, self.seqs, self.times, self.vals, self.mask,
+                    self.V, self.m, self.last_seq, out)
+
+    def state(self) -> dict[str, Any]:
+        st = super().state()
+        st["part_w"] = np.array(self.part_w, np.int64)
+        st["q_part"] = self.q_part[st["qids"]] if len(st["qids"]) else np.zeros(0, np.int64)
+        return st
+
+    @classmethod
+    def from_state(cls, st: dict[str, Any]) -> LInt:
+        op = super().from_state(st)  # rings restored; no part yet, so nothing folded
+        op.part_w = [int(w) for w in st["part_w"]]
+        ids = np.asarray(st["qids"], np.int64)
+        op.q_part = np.zeros(int(ids.max()) + 1 if len(ids) else 0, np.int64)
+        op.q_part[ids] = st["q_part"]
+        op._rebuild(op.cap, op.m - op.V + 1)  # parts laid out and the retained elements folded in
+        return op
+
+    def _restored(self, st: dict[str, Any]) -> None:
+        pass

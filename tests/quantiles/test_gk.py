@@ -1,0 +1,84 @@
+"""GK summary (paper 004 §2.3.1): Definition 1 and Theorem 1's conditions after every batch, on
+sorted, reverse, semisorted, duplicate-heavy and random orders; batch size independence of the
+bound; state round trip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vigil.arrays import quantile_rank
+from vigil.quantiles.gk import GKSummary, theorem1_violations
+
+ORDERS = ["sorted", "reverse", "semisort", "duplicates", "random"]
+
+
+def make(order: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if order == "sorted":
+        return np.arange(n, dtype=np.float64)
+    if order == "reverse":
+        return np.arange(n, 0, -1, dtype=np.float64)
+    if order == "semisort":
+        return (np.arange(n) // 97) * 1000.0 + rng.random(n)
+    if order == "duplicates":
+        return rng.integers(0, 4, n).astype(np.float64)
+    return rng.normal(size=n)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("eps", [0.005, 0.05])
+def test_theorem1_after_every_batch(order, eps):
+    rng = np.random.default_rng(7)
+    data = make(order, 6000, rng)
+    g = GKSummary(eps)
+    p = 0
+    while p < len(data):
+        k = int(rng.integers(1, 700))
+        g.insert(data[p:p + k])
+        p = min(len(data), p + k)
+        v, lo, hi = g.tuples()
+        assert g.n == p
+        assert theorem1_violations(v, lo, hi, data[:p], eps) == []
+    # queries: every answer within eps*N of the target rank (plus the ceil rounding)
+    srt = np.sort(data)
+    for phi in (0.001, 0.1, 0.5, 0.77, 1.0):
+        u = g.query(phi)
+        lo_r = np.searchsorted(srt, u, "left") + 1
+        hi_r = np.searchsorted(srt, u, "right")
+        t = quantile_rank(phi, len(data))
+        assert max(0, lo_r - t, t - hi_r) <= eps * len(data) + 1
+    assert g.m < len(data) / 4  # it summarizes
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.lists(st.integers(-3, 3) | st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=400),
+       sizes=st.lists(st.integers(1, 50), min_size=1, max_size=20), eps=st.sampled_from([0.01, 0.1, 0.3]))
+def test_theorem1_hypothesis(data, sizes, eps):
+    x = np.asarray(data, np.float64)
+    g = GKSummary(eps)
+    p, i = 0, 0
+    while p < len(x):
+        k = sizes[i % len(sizes)]
+        i += 1
+        g.insert(x[p:p + k])
+        p = min(len(x), p + k)
+        assert theorem1_violations(*g.tuples(), x[:p], eps) == []
+
+
+def test_state_round_trip():
+    rng = np.random.default_rng(1)
+    x = rng.random(3000)
+    g = GKSummary(0.01)
+    g.insert(x[:1500])
+    h = GKSummary.from_state(g.state())
+    g.insert(x[1500:])
+    h.insert(x[1500:])
+    assert [a.tolist() for a in g.tuples()] == [a.tolist() for a in h.tuples()]
+
+
+def test_checker_catches_violations():
+    x = np.arange(1.0, 11.0)
+    assert theorem1_violations(np.array([1.0, 10.0]), np.array([1, 10]), np.array([1, 10]), x, 0.1) != []  # gap 9 > 2
+    assert theorem1_violations(np.array([1.0, 5.0, 10.0]), np.array([1, 7, 10]), np.array([1, 7, 10]), x, 0.5) != []
