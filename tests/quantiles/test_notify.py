@@ -115,3 +115,19 @@ def test_merged_summaries_keep_the_bound(order):
         lo_r, hi_r = np.searchsorted(srt, u, "left") + 1, np.searchsorted(srt, u, "right")
         t = quantile_rank(phi, len(srt))
         assert max(0, lo_r - t, t - hi_r) <= eps * len(srt) + 1
+
+
+BATCH_CASES = [(i, o, False) for i in ("casu", "csu", "su", "naive") for o in ("semisort", "duplicates", "random")]
+BATCH_CASES += [("casu", o, True) for o in ("semisort", "duplicates")]
+
+
+@pytest.mark.parametrize(("impl", "order", "rows"), BATCH_CASES,
+                         ids=[f"{i}-{o}-{'window' if r else 'whole'}" for i, o, r in BATCH_CASES])
+def test_batch_split_never_changes_updates(impl, order, rows):
+    # how the stream is cut into batches (and where a snapshot is restored) is not the user's
+    # business: every update and answer must be the same as element by element
+    log = log_for(order, n=400, seed=3 + ORDERS.index(order), rows=rows)
+    want = run_log(log, {"quantiles": impl}, batch=1)
+    assert [r for r in want if r["event"] == "update"]
+    for batch, cut in ((3, None), (64, 130), (10**6, None), (10**6, 250)):
+        assert run_log(log, {"quantiles": impl}, batch=batch, cut=cut) == want, (batch, cut)

@@ -13,7 +13,10 @@ instead makes a new element cost one comparison of N with the root, the same O(1
 O(log K).
 
 :func:`process` inserts a batch in chunks cut at the next fire (root deadline + 1) and at the
-merge period, so every re-evaluation sees the summary exactly at the element that fired it:
+merge period, so every re-evaluation sees the summary exactly at the element that fired it. At
+each merge-period boundary (n a multiple of the period: an absolute position, so how the stream
+is split into batches never changes any result or update) the triggers that would fire inside the
+coming period are re-evaluated early, which keeps chunks long:
 
 - mode 0 (CASU, Algorithm 4): pop every fired trigger, re-evaluate only that cluster (search from
   its link, :func:`._gk_kernels.best_tuple`), push it back. O(log K + log m) per fire.
@@ -198,28 +201,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, ca, c
         if mode == 2:
             c = 1
         elif size > 0 and cdead[heap[0]] < n + c:
-            # triggers that would fire inside the coming chunk: re-evaluate them now (at the
-            # current element, so never at p == 0), asking for a result that lasts through the
-            # chunk; the chunk is cut at the first one that cannot
-            if p > 0 and m > 0:
-                off = p - 1
-                while size > 0 and cdead[heap[0]] < n + c:
-                    cl = heap[0]
-                    if cat[cl] == n:
-                        break
-                    meta[M_FIRES] += 1
-                    _evaluate(cl, v, lo, hi, pin, m, n, eps, keep, np.float64(c), ca, cb, cval, cdead, cforce,
-                              cat, False, off, out_c, out_off, out_val, meta)
-                    sift_down(heap, hpos, cdead, 0, size)
-                    if mode == 1:  # Algorithm 3: the global trigger re-evaluates every cluster
-                        for t in range(size):
-                            if cat[heap[t]] != n:
-                                _evaluate(heap[t], v, lo, hi, pin, m, n, eps, keep, np.float64(c), ca, cb, cval,
-                                          cdead, cforce, cat, False, off, out_c, out_off, out_val, meta)
-                        for t in range(size // 2 - 1, -1, -1):
-                            sift_down(heap, hpos, cdead, t, size)
-            if size > 0 and cdead[heap[0]] < n + c:
-                c = max(cdead[heap[0]] + 1 - n, 1)
+            c = max(cdead[heap[0]] + 1 - n, 1)
         chunk = np.sort(xs[p:p + c])
         m = merge_sorted(v, lo, hi, pin, m, n, chunk, ov, olo, ohi, opin)
         v, ov = ov, v
@@ -229,10 +211,12 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, ca, c
         swapped = not swapped
         n += c
         p += c
+        boundary = False
         if n >= meta[M_NEXT]:
             m = compress(v, lo, hi, pin, m, n, eps)
             while meta[M_NEXT] <= n:
                 meta[M_NEXT] += meta[M_PERIOD]
+            boundary = True
         off = p - 1
         if size == 0:
             continue
@@ -250,6 +234,26 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, ca, c
                           mode == 2, off, out_c, out_off, out_val, meta)
             for t in range(size // 2 - 1, -1, -1):
                 sift_down(heap, hpos, cdead, t, size)
+        if boundary and mode != 2:
+            # at a merge-period boundary (an absolute stream position, so the batch split never
+            # moves it), triggers that would fire inside the coming period are re-evaluated now,
+            # so that the period's chunk is cut as rarely as possible
+            nxt = meta[M_NEXT]
+            while cdead[heap[0]] < nxt:
+                cl = heap[0]
+                if cat[cl] == n:
+                    break
+                meta[M_FIRES] += 1
+                _evaluate(cl, v, lo, hi, pin, m, n, eps, keep, 0.0, ca, cb, cval, cdead, cforce, cat, False, off,
+                          out_c, out_off, out_val, meta)
+                sift_down(heap, hpos, cdead, 0, size)
+                if mode == 1:  # Algorithm 3: the global trigger re-evaluates every cluster
+                    for t in range(size):
+                        if cat[heap[t]] != n:
+                            _evaluate(heap[t], v, lo, hi, pin, m, n, eps, keep, 0.0, ca, cb, cval, cdead, cforce,
+                                      cat, False, off, out_c, out_off, out_val, meta)
+                    for t in range(size // 2 - 1, -1, -1):
+                        sift_down(heap, hpos, cdead, t, size)
     meta[M_M] = m
     meta[M_N] = n
     return p, swapped
