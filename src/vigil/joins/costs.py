@@ -1,0 +1,125 @@
+"""Cost models of the data-sensitive join router (paper 003 §4.1, §4.2; parameters fitted as in
+§5.4, Table II).
+
+Per arriving tuple (output cost excluded, as in the paper), with |S| the stored tuples of the
+other side, |Q| the alive queries, m' the partners (S.B = r.B), n' / n'' the (scattered) queries
+whose arriving-side range holds the tuple, Q_i^H the hotspots, Q^S the scattered queries:
+
+select joins (§4.1, the paper's four formulas; R-tree lookups priced sqrt(n)):
+  C_J = alpha_J log|S| + delta_J m' sqrt|Q|                                   (SJ-JoinFirst)
+  C_S = alpha_S log|S| + beta_S log|Q| + gamma_S n' log m'                    (SJ-SelectFirst)
+  C_V = alpha_V log|S| + gamma_V |Q| log m'                                   (SJ-Vanilla)
+  C_H = alpha_H log|S| + beta_H log|Q^S| + gamma_H n'' log m' + delta_H sum_i sqrt|Q_i^H|
+                                                                              (SJ-Hotspot)
+window joins (§4.2, Theorem 4; m_b partners inside w_max, m̄_b their skyline points):
+  join_first   a log|S| + d m_b sqrt|Q|
+  select_first a log|S| + b log|Q| + g n' log m'
+  ssi          a log|S| + c m_b + d m̄_b sqrt|Q|
+  hotspot      a log|S| + c m_b + d m̄_b^H sqrt|Q^H| + b log|Q^S| + g n'' log m'
+band joins (§4.2, Theorem 2; tuple-independent: |Q|, |S|, tau, hotspots):
+  ssi a log|S| + b tau log|S|;  qouter a log|S| + b |Q| log|S|;  douter a log|S| + b |S| log|Q|;
+  mj b (|S| + |Q|);  hotspot a log|S| + b |J_H| log|S| + c |Q^S| log|S|
+
+Logarithms are log2(2 + v) (log m' is log2(1 + m'), zero when no partner). Costs are in
+microseconds. Parameters: ``MODELS[kind][strategy]`` lists (parameter, feature); the fitted
+values ship in :mod:`vigil.joins._cost_params` (``vigil bench joins --fit``); a run loads
+another fitted file from the environment variable ``VIGIL_JOIN_COSTS`` (the JSON --fit
+writes). Evaluating one model: O(terms) per tuple, vectorised over a batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+MODELS: dict[str, dict[str, list[tuple[str, str]]]] = {
+    "select": {
+        "join_first": [("alpha_J", "log_s"), ("delta_J", "mp_sqrt_q")],
+        "select_first": [("alpha_S", "log_s"), ("beta_S", "log_q"), ("gamma_S", "np_log_mp")],
+        "vanilla": [("alpha_V", "log_s"), ("gamma_V", "q_log_mp")],
+        "hotspot": [("alpha_H", "log_s"), ("beta_H", "log_qs"), ("gamma_H", "npp_log_mp"),
+                    ("delta_H", "sum_sqrt_hot")],
+    },
+    "window": {
+        "join_first": [("alpha_J", "log_s"), ("delta_J", "mb_sqrt_q")],
+        "select_first": [("alpha_S", "log_s"), ("beta_S", "log_q"), ("gamma_S", "np_log_mp")],
+        "ssi": [("alpha_I", "log_s"), ("beta_I", "mb"), ("delta_I", "mbar_sqrt_q")],
+        "hotspot": [("alpha_H", "log_s"), ("beta_H", "mb"), ("delta_H", "mbar_h_sqrt_qh"),
+                    ("gamma_H", "log_qs"), ("eps_H", "npp_log_mp")],
+    },
+    "band": {
+        "ssi": [("alpha_I", "log_s"), ("beta_I", "tau_log_s")],
+        "qouter": [("alpha_Q", "log_s"), ("beta_Q", "q_log_s")],
+        "douter": [("alpha_D", "log_s"), ("beta_D", "s_log_q")],
+        "mj": [("beta_M", "s_plus_q")],
+        "hotspot": [("alpha_H", "log_s"), ("beta_H", "hot_log_s"), ("gamma_H", "qs_log_s")],
+    },
+}
+
+
+def lg(v):
+    return np.log2(2.0 + np.asarray(v, np.float64))
+
+
+def features(kind: str, st: dict) -> dict[str, np.ndarray | float]:
+    """The model features from the statistics ``st`` (arrays over the tuples of a batch, or
+    scalars): S, Q, and per kind mp, np, npp, QS, sum_sqrt_hot / mb, mbar, mbar_h, QH / tau, hot."""
+    S, Q = float(st["S"]), float(st["Q"])
+    f: dict[str, np.ndarray | float] = {"log_s": lg(S), "log_q": lg(Q)}
+    if kind == "band":
+        f.update(tau_log_s=st["tau"] * f["log_s"], q_log_s=Q * f["log_s"], s_log_q=S * f["log_q"],
+                 s_plus_q=S + Q, hot_log_s=st["hot"] * f["log_s"], qs_log_s=st["QS"] * f["log_s"])
+        return f
+    lmp = np.log2(1.0 + np.asarray(st["mp"], np.float64))
+    f.update(log_qs=lg(st["QS"]), np_log_mp=np.asarray(st["np"]) * lmp, npp_log_mp=np.asarray(st["npp"]) * lmp)
+    if kind == "select":
+        f.update(mp_sqrt_q=np.asarray(st["mp"]) * np.sqrt(Q), q_log_mp=Q * lmp, sum_sqrt_hot=float(st["sum_sqrt_hot"]))
+    else:
+        f.update(mb=np.asarray(st["mb"], np.float64), mb_sqrt_q=np.asarray(st["mb"]) * np.sqrt(Q),
+                 mbar_sqrt_q=np.asarray(st["mbar"]) * np.sqrt(Q),
+                 mbar_h_sqrt_qh=np.asarray(st["mbar_h"]) * np.sqrt(float(st["QH"])))
+    return f
+
+
+def costs(kind: str, params: dict[str, dict[str, float]], f: dict, n: int, choices: tuple[str, ...]) -> np.ndarray:
+    """float64[n, len(choices)]: the estimated cost (us) of each strategy for each tuple."""
+    out = np.zeros((n, len(choices)))
+    for j, c in enumerate(choices):
+        p = params[c]
+        for name, feat in MODELS[kind][c]:
+            out[:, j] += p[name] * f[feat]
+    return out
+
+
+def design(kind: str, strategy: str, f: dict, n: int) -> np.ndarray:
+    """The regression design matrix (one column per parameter) of one strategy's model."""
+    return np.stack([np.broadcast_to(np.asarray(f[feat], np.float64), (n,)) for _, feat in MODELS[kind][strategy]], 1)
+
+
+def fit(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least squares y ~ X theta (no intercept, as the paper's models) with 95% confidence
+    half-widths from the residual variance: (theta, half_width)."""
+    theta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    n, k = X.shape
+    r = y - X @ theta
+    s2 = float(r @ r) / max(1, n - k)
+    cov = s2 * np.linalg.pinv(X.T @ X)
+    return theta, 1.96 * np.sqrt(np.clip(np.diag(cov), 0, None))
+
+
+def load_params(path: str | Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """kind -> strategy -> parameter -> value: the file ``path`` (or $VIGIL_JOIN_COSTS), else the
+    shipped fit; a file lacking a kind or strategy falls back to the shipped values for it."""
+    from ._cost_params import PARAMS
+
+    out = {k: {s: dict(p) for s, p in v.items()} for k, v in PARAMS.items()}
+    path = path or os.environ.get("VIGIL_JOIN_COSTS")
+    if path:
+        doc = json.loads(Path(path).read_text())
+        for kind, strat in doc.get("params", doc).items():
+            for s, p in strat.items():
+                out.setdefault(kind, {})[s] = {k: float(v["value"] if isinstance(v, dict) else v) for k, v in p.items()}
+    return out

@@ -1,0 +1,281 @@
+"""Data-sensitive processing of continuous joins (paper 003 §4): SJ-Dynamic and its band/window
+counterparts (``dynamic``), and SJ-Optimum (``optimum``, evaluation only).
+
+``dynamic`` keeps every alternative plan of the join type (select: SJ-JoinFirst,
+SJ-SelectFirst, SJ-Vanilla, SJ-Hotspot, the paper's four; window: WJ-JoinFirst,
+WJ-SelectFirst, WJ-SSI, WJ-Hotspot; band: BJ-SSI, BJ-QOuter, BJ-DOuter, BJ-MJ, BJ-Hotspot),
+maintains their query indexes (each plan's own dynamic partition / hotspot tracker; flat
+indexes rebuilt lazily, only when the plan is next used) and routes each arriving tuple to the
+plan of lowest estimated cost (:mod:`vigil.joins.costs`, fitted parameters), from the runtime
+statistics of :mod:`vigil.joins.histograms`:
+
+* m' (partners S.B = r.B): equi-width histogram on the other side's stored keys;
+* n' (queries whose arriving-side range holds the tuple): bucket histogram of those ranges,
+  raised / lowered by the covered fraction at each register / terminate;
+* n'' (the same over the hotspot tracker's scattered queries): the same histogram, updated
+  with n' when the new or terminated query is scattered; rebuilt from the tracker's scattered
+  set when a promotion / demotion moved intervals (amortized O(1) moves per update, Theorem 1);
+* |S|, |Q|, tau, hotspot sizes and |Q^S|: exact, from the sides and the trackers;
+* window joins (§4.2): m_b = m' x min(1, w_max / (t - first stored T)) (the paper's scaling of
+  m_b to w_max), m̄_b = min(m_b, 2 tau (1 + ln(1 + m_b / 2 tau))) (expected skyline size of
+  m_b random points split over the 2 tau sides of the stabbing points; our WJ-SSI keeps no
+  skyline cache to read it from).
+
+Routing a batch: the statistics and costs are evaluated for all its tuples at once (numpy /
+numba, no Python call per tuple); the batch is split by chosen plan and each plan probes its
+sub-batch (results merged and sorted by the protocol's order). Band joins' costs do not depend
+on the tuple (Theorem 2), so a whole batch goes to one plan. Routing costs O(1) per tuple plus
+O(plans) per batch; space: every plan's indexes, O(plans x n) plus two 100-bucket histograms
+per side. ``decisions`` counts the choices; ``route_seconds`` the time spent estimating and
+choosing.
+
+``optimum`` (SJ-Optimum, §5.4): runs every plan on each arriving tuple, times it, and keeps the
+output of the cheapest; it also records what ``dynamic`` would have chosen (for the
+decision-match fraction). O(plans) probes per tuple; for benchmarks only, never a default.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+import numpy as np
+
+from . import band, select, window
+from ._base import SIDES, JoinBase
+from .costs import costs, features, load_params
+from .histograms import IntervalHistogram, KeyHistogram
+from .select import COLS
+
+PLANS: dict[str, dict[str, type]] = {
+    "select": {"join_first": select.SJJoinFirst, "select_first": select.SJSelectFirst,
+               "vanilla": select.SJVanilla, "hotspot": select.SJHotspot},
+    "window": {"join_first": window.WJJoinFirst, "select_first": window.WJSelectFirst,
+               "ssi": window.WJSSI, "hotspot": window.WJHotspot},
+    "band": {"ssi": band.BJSSI, "qouter": band.BJQOuter, "douter": band.BJDOuter, "mj": band.BJMJ,
+             "hotspot": band.BJHotspot},
+}
+
+
+def _other(side: str) -> str:
+    return "right" if side == "left" else "left"
+
+
+def _merge(outs):
+    if len(outs) == 1:
+        return outs[0]
+    return (np.concatenate([o[0] for o in outs]), np.concatenate([o[1] for o in outs]),
+            np.concatenate([o[2] for o in outs]), sum(o[3] for o in outs))
+
+
+class Dynamic(JoinBase):
+    name = "dynamic"
+    plans: ClassVar[dict[str, dict[str, type]]] = PLANS  # the join types served
+    force: ClassVar[str | None] = None  # tests: route every tuple to this plan
+    cost_file: ClassVar[str | None] = None
+
+    def __init__(self, kind: str, output: str = "pairs") -> None:
+        super().__init__(kind, output)
+        self.choices = tuple(PLANS[kind])
+        self.route = {c: cls(self) for c, cls in PLANS[kind].items()}
+        self.params = load_params(self.cost_file)[kind]
+        self.stale = set(self.choices)
+        self.keyhist = {s: KeyHistogram() for s in SIDES}
+        self.nhist = {s: IntervalHistogram() for s in SIDES}
+        self.shist = {s: IntervalHistogram() for s in SIDES}
+        self.decisions = np.zeros(len(self.choices), np.int64)
+        self.route_seconds = 0.0
+        self.last_choice = np.empty(0, np.int64)
+        self._scal: dict = {}
+
+    # ------------------------------------------------------------------ queries
+
+    def _trackers(self):
+        h = self.route["hotspot"]
+        return {"left": h.track, "right": h.track} if self.kind == "band" else h.track
+
+    def _on_register(self, qid, row):
+        self._update(qid, row, +1)
+
+    def _on_terminate(self, qid, row):
+        self._update(qid, row, -1)
+
+    def _update(self, qid, row, sign):
+        if self.kind == "band":
+            for plan in self.route.values():
+                (plan.add if sign > 0 else plan.remove)(qid, row)
+            return
+        trs = self._trackers()
+        before = {s: (trs[s].moves, qid not in trs[s].hot_of) for s in SIDES}
+        for plan in self.route.values():
+            (plan.add if sign > 0 else plan.remove)(qid, row)
+        for s in SIDES:
+            lo, hi = row[COLS[s][2]], row[COLS[s][3]]
+            self.nhist[s].update(lo, hi, sign)
+            moved = trs[s].moves - before[s][0]
+            scattered = (qid not in trs[s].hot_of) if sign > 0 else before[s][1]
+            if moved == (1 if sign > 0 and scattered else 0):
+                if scattered:
+                    self.shist[s].update(lo, hi, sign)
+            else:  # a promotion or demotion moved whole groups
+                self.shist[s].stale = True
+
+    def _queries_changed(self):
+        self.stale = set(self.choices)
+        sc: dict = {"Q": len(self.q)}
+        if self.kind == "band":
+            tr = self.route["hotspot"].track
+            sc.update(tau=self.route["ssi"].part.size(), hot=len(tr.hot), QS=len(tr.scattered))
+            self._scal = sc
+            return
+        _, rows = self.query_arrays()
+        trs = self._trackers()
+        for s in SIDES:
+            ml, mh = COLS[s][2:4]
+            if self.nhist[s].stale:
+                self.nhist[s].rebuild(rows[:, ml], rows[:, mh])
+            tr = trs[s]
+            if self.shist[s].stale:
+                sr = np.array([self.q[i] for i in tr.scattered.iv], np.float64).reshape(-1, 5)
+                self.shist[s].rebuild(sr[:, ml], sr[:, mh])
+            sizes = np.array([len(m) for m in tr.hot.values()], np.float64)
+            sc[s] = {"QS": len(tr.scattered), "sum_sqrt_hot": float(np.sqrt(sizes).sum()), "hot": len(sizes),
+                     "QH": float(sizes.sum())}
+            if self.kind == "window":
+                sc[s]["tau"] = self.route["ssi"].part[s].size()
+        sc["wmax"] = float(rows[:, 4].max()) if len(rows) else 0.0
+        self._scal = sc
+
+    # ------------------------------------------------------------------ statistics
+
+    def stats(self, side, key, x, t, exact: bool = False) -> dict:
+        """The statistics the cost models read, per tuple of the batch (estimates; ``exact``:
+        the true m', n', n'', m_b, for fitting and for measuring the estimates)."""
+        o = self.sides[_other(side)]
+        st: dict = {"S": len(o.seqs), "Q": self._scal["Q"]}
+        if self.kind == "band":
+            st.update(tau=self._scal["tau"], hot=self._scal["hot"], QS=self._scal["QS"])
+            return st
+        sc = self._scal[side]
+        st.update(QS=sc["QS"], sum_sqrt_hot=sc["sum_sqrt_hot"], QH=sc["QH"])
+        if exact:
+            st.update(self._exact(side, key, x, t))
+        else:
+            kh = self.keyhist[_other(side)]
+            kh.sync(o.keys.view)
+            st.update(mp=kh.estimate(key), np=self.nhist[side].estimate(x), npp=self.shist[side].estimate(x))
+        if self.kind == "window":
+            if "mb" not in st:
+                t0 = o.t.view[0] if len(o.t.view) else 0.0
+                span = np.maximum(np.asarray(t, np.float64) - t0, 1e-300)
+                st["mb"] = st["mp"] * np.minimum(1.0, self._scal["wmax"] / span)
+            for name, tau in (("mbar", sc["tau"]), ("mbar_h", sc["hot"])):
+                tt = 2.0 * max(tau, 1)
+                st[name] = np.minimum(st["mb"], tt * (1.0 + np.log1p(st["mb"] / tt)))
+        return st
+
+    def _exact(self, side, key, x, t) -> dict:
+        mp = np.zeros(len(key))
+        mb = np.zeros(len(key))
+        wmax = self._scal["wmax"]
+        for part in self.sides[_other(side)].parts():
+            mp += np.searchsorted(part.k, key, "right") - np.searchsorted(part.k, key, "left")
+            if self.kind == "window":
+                for i in range(len(key)):
+                    a, b = np.searchsorted(part.k2, key[i], "left"), np.searchsorted(part.k2, key[i], "right")
+                    mb[i] += np.count_nonzero(t[i] - part.t2[a:b] < wmax)
+        ids, rows = self.query_arrays()
+        ml, mh = COLS[side][2:4]
+        sc = self._trackers()[side].scattered.iv
+
+        def stab(lo, hi):
+            lo, hi = np.sort(lo), np.sort(hi)
+            return (np.searchsorted(lo, x, "right") - np.searchsorted(hi, x, "left")).astype(np.float64)
+
+        keep = np.isin(ids, np.fromiter(sc.keys(), np.int64, len(sc)))
+        out = {"mp": mp, "np": stab(rows[:, ml], rows[:, mh]), "npp": stab(rows[keep, ml], rows[keep, mh])}
+        if self.kind == "window":
+            out["mb"] = mb
+        return out
+
+    def estimated_costs(self, side, key, x, t, exact: bool = False) -> np.ndarray:
+        st = self.stats(side, key, x, t, exact)
+        return costs(self.kind, self.params, features(self.kind, st), len(key), self.choices)
+
+    def choose(self, side, key, x, t) -> np.ndarray:
+        """The plan (index into ``choices``) of lowest estimated cost for each tuple."""
+        if self.force is not None:
+            return np.full(len(key), self.choices.index(self.force), np.int64)
+        c = self.estimated_costs(side, key, x, t)
+        return np.argmin(c, axis=1).astype(np.int64)
+
+    # ------------------------------------------------------------------ probing
+
+    def _plan(self, c: str):
+        plan = self.route[c]
+        if c in self.stale:
+            plan.rebuild()
+            self.stale.discard(c)
+        return plan
+
+    def _run(self, c, side, seqs, key, x, t, mode):
+        plan = self._plan(c)
+        outs = []
+        for part in self.sides[_other(side)].parts():
+            self.cur = part
+            outs.append(plan.probe(side, seqs, key, x, t, mode))
+        return _merge(outs)
+
+    def _probe(self, side, seqs, key, x, t, mode):
+        t0 = time.perf_counter()
+        ch = self.choose(side, key, x, t)
+        self.route_seconds += time.perf_counter() - t0
+        self.last_choice = ch
+        first = int(ch[0])
+        if (ch == first).all():
+            self.decisions[first] += len(ch)
+            return self._run(self.choices[first], side, seqs, key, x, t, mode)
+        outs = []
+        for c in np.unique(ch).tolist():
+            idx = np.flatnonzero(ch == c)
+            self.decisions[c] += len(idx)
+            q, i, o, cnt = self._run(self.choices[c], side, seqs[idx], key[idx], x[idx], t[idx], mode)
+            outs.append((q, idx[i], o, cnt))
+        return _merge(outs)
+
+
+class Optimum(Dynamic):
+    """SJ-Optimum (§5.4): every plan on every tuple, the cheapest one's output kept. Records per
+    tuple the time of each plan (``times``, seconds), the cheapest plan (``best``) and what
+    ``dynamic`` chose (``dyn``)."""
+
+    name = "optimum"
+
+    def __init__(self, kind: str, output: str = "pairs") -> None:
+        super().__init__(kind, output)
+        self.times: list[np.ndarray] = []
+        self.best: list[int] = []
+        self.dyn: list[int] = []
+
+    def _probe(self, side, seqs, key, x, t, mode):
+        dyn = self.choose(side, key, x, t)
+        for c in self.choices:  # build every plan's per-side index outside the timed calls
+            self._run(c, side, seqs[:0], key[:0], x[:0], t[:0], mode)
+        outs = []
+        for i in range(len(key)):
+            sl = slice(i, i + 1)
+            ts = np.empty(len(self.choices))
+            res = []
+            for j, c in enumerate(self.choices):
+                t0 = time.perf_counter()
+                res.append(self._run(c, side, seqs[sl], key[sl], x[sl], t[sl], mode))
+                ts[j] = time.perf_counter() - t0
+            b = int(np.argmin(ts))
+            q, ii, o, cnt = res[b]
+            outs.append((q, ii + i, o, cnt))
+            self.times.append(ts)
+            self.best.append(b)
+            self.dyn.append(int(dyn[i]))
+            self.decisions[b] += 1
+        return _merge(outs)
+

@@ -1,0 +1,172 @@
+"""The data-sensitive router (paper 003 §4): ``dynamic`` forced to each of its plans, and with
+random cost parameters (several plans inside one batch), agrees with the oracle; ``optimum``
+agrees too; the histograms of the router's statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vigil.joins import dynamic
+from vigil.joins.histograms import IntervalHistogram, KeyHistogram
+from vigil.joins.oracle import JoinOracle
+
+from .test_oracle import workload
+from .test_strategies import drive, monotone
+
+SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FORCED = [(k, c) for k in ("band", "select", "window") for c in dynamic.PLANS[k]]
+
+
+def _agree(cls, kind, w, outputs=("pairs", "affected")):
+    for output in outputs:
+        assert drive(cls, kind, output, *w)[0] == drive(JoinOracle, kind, output, *w, snapshot=False)[0]
+
+
+@pytest.mark.parametrize(("kind", "choice"), FORCED, ids=[f"{k}-{c}" for k, c in FORCED])
+def test_forced_choice_agrees_with_oracle(kind, choice):
+    cls = type(f"Forced_{choice}", (dynamic.Dynamic,), {"force": choice})
+
+    @SETTINGS
+    @given(w=workload(kind))
+    def check(w):
+        w = monotone(w)
+        _agree(cls, kind, w)
+        _, op = drive(cls, kind, "pairs", *w, snapshot=False)
+        assert op.decisions.sum() == op.decisions[op.choices.index(choice)]
+
+    check()
+
+
+@pytest.mark.parametrize("kind", ["band", "select", "window"])
+def test_mixed_routing_agrees_with_oracle(kind):
+    """Random cost parameters: the plans a batch is split between vary from batch to batch."""
+
+    @SETTINGS
+    @given(w=workload(kind), seed=st.integers(0, 2**31 - 1))
+    def check(w, seed):
+        rng = np.random.default_rng(seed)
+        params = {c: {k: float(rng.uniform(0, 2)) for k in p} for c, p in dynamic.load_params()[kind].items()}
+
+        class Mixed(dynamic.Dynamic):
+            def __init__(self, kind, output="pairs"):
+                super().__init__(kind, output)
+                self.params = params
+
+        _agree(Mixed, kind, monotone(w))
+
+    check()
+
+
+@pytest.mark.parametrize("kind", ["band", "select", "window"])
+def test_optimum_agrees_with_oracle(kind):
+    @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(w=workload(kind))
+    def check(w):
+        w = monotone(w)
+        _agree(dynamic.Optimum, kind, w, ("pairs",))
+        _, op = drive(dynamic.Optimum, kind, "pairs", *w, snapshot=False)
+        assert len(op.best) == len(op.dyn) == len(op.times)
+
+    check()
+
+
+@given(iv=st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 40)), min_size=1, max_size=40),
+       xs=st.lists(st.integers(-60, 100), min_size=1, max_size=20))
+@settings(max_examples=50, deadline=None)
+def test_interval_histogram_incremental_equals_rebuild(iv, xs):
+    lo = np.array([a for a, _ in iv], np.float64)
+    hi = lo + np.array([b for _, b in iv], np.float64)
+    lo[::5] = -np.inf
+    h = IntervalHistogram()
+    h.rebuild(lo, hi)
+    inc = IntervalHistogram()
+    inc.rebuild(lo[:1], hi[:1])
+    inc.e0, inc.w = h.e0, h.w
+    inc.h[:] = 0
+    inc.n_left = inc.n_right = 0
+    for a, b in zip(lo, hi, strict=True):
+        inc.update(a, b, +1)
+    inc.update(0.0, 5.0, +1)
+    inc.update(0.0, 5.0, -1)
+    x = np.array(xs, np.float64)
+    assert np.allclose(h.estimate(x), inc.estimate(x))
+    # the total mass equals the summed covered length (over the span) / bucket width
+    span = (np.clip(hi, h.e0, h.e0 + h.nb * h.w) - np.clip(lo, h.e0, h.e0 + h.nb * h.w)).sum()
+    assert np.isclose(h.h.sum() * h.w, span)
+    far = np.array([h.e0 - 1.0, h.e0 + h.nb * h.w + 1.0])
+    assert h.estimate(far).tolist() == [float((lo == -np.inf).sum()), 0.0]
+
+
+def test_key_histogram_grows_and_counts():
+    h = KeyHistogram()
+    keys = np.array([5, 5, 7, 9], np.int64)
+    h.sync(keys)
+    assert h.estimate(np.array([5, 100, -1])).tolist()[1:] == [0.0, 0.0]
+    more = np.concatenate([keys, np.arange(0, 1000)])
+    h.sync(more)
+    assert h.counts.sum() == len(more) and h.lo <= 0 and h.lo + h.nb * h.w > 999
+    assert np.isclose(h.estimate(np.arange(0, 1000)).sum(), len(more), rtol=0.05)
+
+
+@pytest.mark.parametrize("kind", ["band", "select", "window"])
+def test_larger_stream_with_hotspot_moves(monkeypatch, kind):
+    """150 clustered queries (alpha 0.05: promotions and demotions move intervals in and out of
+    the scattered set mid-stream), a small buffer part, random parameters per batch: dynamic's
+    outputs equal the oracle's and its n'' histogram equals one rebuilt from scratch."""
+    from vigil.joins import hotspot
+    from vigil.joins._base import _Side
+
+    from .test_oracle import band, select
+
+    monkeypatch.setattr(_Side, "BUF_MIN", 8)
+    monkeypatch.setattr(hotspot, "ALPHA", 0.05)
+    rng = np.random.default_rng(11)
+    qs = []
+    for i in range(150):
+        c = rng.choice([5.0, 20.0, 40.0]) if i % 3 else rng.uniform(0, 50)
+        if kind == "band":
+            qs.append(band(f"q{i}", c - 25 - rng.uniform(0, 3), c - 25 + rng.uniform(0, 3)))
+        else:
+            qs.append(select(f"q{i}", (c - rng.uniform(0, 8), c + rng.uniform(0, 8)),
+                             (c - rng.uniform(0, 8), c + rng.uniform(0, 8)), 5.0 + i % 7 if kind == "window" else None))
+    op, ora = dynamic.Dynamic(kind), JoinOracle(kind)
+    for i, s in enumerate(qs[:100]):
+        op.register(i, s)
+        ora.register(i, s)
+    seq, t = 1, 0.0
+    for step in range(24):
+        op.params = {c: {k: float(rng.uniform(0, 2)) for k in p} for c, p in op.params.items()}
+        side = "left" if step % 3 else "right"
+        n = int(rng.integers(1, 20))
+        key = rng.integers(0, 50, n).astype(np.float64 if kind == "band" else np.int64)
+        attrs = None if kind == "band" else rng.uniform(0, 50, (n, 1)).round()
+        times = None
+        if kind == "window":
+            times = t + np.cumsum(rng.integers(0, 2, n)).astype(float)
+            t = float(times[-1])
+        if step in (8, 16):
+            for o in (op, ora):
+                for i in range(step % 3, 100, 3):
+                    o.terminate(i)
+                for i in range(100 + (step - 8) // 8 * 25, 125 + (step - 8) // 8 * 25):
+                    o.register(i, qs[i])
+        got, exp = (o.insert(side, np.arange(seq, seq + n), key, attrs, times) for o in (op, ora))
+        seq += n
+        assert all(np.array_equal(a, b) for a, b in zip(got, exp, strict=True)), (kind, step)
+        if kind != "band":
+            for s in ("left", "right"):
+                if op.shist[s].stale or op._dirty:
+                    continue
+                ref = IntervalHistogram()
+                ref.e0, ref.w = op.shist[s].e0, op.shist[s].w
+                ids = list(op._trackers()[s].scattered.iv)
+                from vigil.joins.histograms import _iv_add
+                from vigil.joins.select import COLS
+
+                rows = np.array([op.q[i] for i in ids]).reshape(-1, 5)
+                _iv_add(ref.h, ref.e0, ref.w, rows[:, COLS[s][2]], rows[:, COLS[s][3]], 1.0)
+                assert np.allclose(ref.h, op.shist[s].h), (kind, step, s)
+    assert (op.decisions > 0).sum() >= 2
