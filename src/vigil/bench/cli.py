@@ -89,7 +89,8 @@ def windows(
 
 @bench_app.command("joins")
 def joins(
-    preset: str = typer.Option(..., "--preset", help="fig7|fig8|fig9|fig10|fig11 (paper 003, §5)"),
+    preset: str = typer.Option(None, "--preset", help="fig7|fig8|fig9|fig10|fig11|fig12|fig15|fig18|appB "
+                               "(paper 003, §5, App. B)"),
     scale: float = typer.Option(None, "--scale", help="fraction of Table I's sizes (100,000 tuples, "
                                 "100,000 queries); default 0.1"),
     algos: str = typer.Option(None, "--algos", help="comma-separated strategies (ssi, hotspot, join_first, "
@@ -100,10 +101,17 @@ def joins(
     seed: int = typer.Option(0, "--seed"),
     points: str = typer.Option(None, "--points", help="replace the preset's sweeps: KEY=V1,V2 (paper scale), "
                                "e.g. n_queries=100000"),
+    fit: bool = typer.Option(False, "--fit", help="fit the router's cost models (§5.4) on this machine; "
+                             "writes --out (load it with VIGIL_JOIN_COSTS=FILE)"),
 ) -> None:
-    """Continuous band / select joins (paper 003, Agarwal et al.): Figs. 7-11."""
+    """Continuous band / select joins (paper 003, Agarwal et al.): Figs. 7-20, App. B."""
     from .joins import PRESETS, run_preset
 
+    if fit:
+        from .joins_dynamic import run_fit
+
+        run_fit(scale=0.1 if scale is None else scale, seed=seed, out=out)
+        return
     if preset not in PRESETS:
         raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
     run_preset(preset, scale=scale, algos=[a.strip() for a in algos.split(",") if a.strip()] if algos else None,
