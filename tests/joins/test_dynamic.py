@@ -170,3 +170,22 @@ def test_larger_stream_with_hotspot_moves(monkeypatch, kind):
                 _iv_add(ref.h, ref.e0, ref.w, rows[:, COLS[s][2]], rows[:, COLS[s][3]], 1.0)
                 assert np.allclose(ref.h, op.shist[s].h), (kind, step, s)
     assert (op.decisions > 0).sum() >= 2
+
+
+def test_numba_select_route_equals_cost_models():
+    """route_select (one numba pass) picks the argmin of vigil.joins.costs' select formulas."""
+    rng = np.random.default_rng(3)
+    from .test_oracle import select
+
+    op = dynamic.Dynamic("select", "count")
+    for i in range(300):
+        a, c = rng.uniform(0, 100, 2)
+        op.register(i, select(f"q{i}", (a, a + rng.uniform(0, 30)), (c, c + rng.uniform(0, 30))))
+    op.insert("right", np.arange(1, 2001), rng.integers(0, 40, 2000), rng.uniform(0, 130, (2000, 1)), None)
+    key, x = rng.integers(-5, 45, 500), rng.uniform(-10, 140, 500)
+    op.insert("left", np.array([5000]), key[:1], x[:1].reshape(1, 1), None)
+    for _ in range(5):
+        op.params = {c: {k: float(rng.uniform(0, 2)) for k in p} for c, p in op.params.items()}
+        fast = op.choose("left", key, x, np.full(500, np.nan))
+        slow = np.argmin(op.estimated_costs("left", key, x, np.full(500, np.nan)), axis=1)
+        assert np.mean(fast == slow) > 0.99  # float ties aside

@@ -9,6 +9,7 @@ is tuples per second. Mode ``count`` = output cost excluded (the operators count
 as the paper measures); ``pairs`` = outputs materialised (row ``ALGO+pairs``). DuckDB rows:
 ``duckdb`` (count(*) of the new pairs per batch) at the same batch sizes.
 
+Presets fig12, fig15, fig18 (data-sensitive routing, §5.4): see bench/joins_dynamic.py.
 Presets: fig7 (select joins vs number of queries; vs stabbing groups via rangeC lengths), fig8
 (vs event selection rate via rangeA lengths; vs event join rate via the B domain), fig9
 (SJ-Hotspot vs fraction of queries in hotspots), fig10 (band joins vs queries; vs groups;
@@ -38,6 +39,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     "fig9": {"kind": "select", "sweeps": {"hot_frac": [0.1, 0.4, 0.7, 1.0]}, "n_queries": 500_000},
     "fig10": {"kind": "band", "sweeps": {"n_queries": [100, 1_000, 10_000, 100_000], "b_len": [400.0, 100.0, 20.0, 4.0]}},
     "fig11": {"kind": "band", "updates": True},
+    # data-sensitive routing (§5.4): bench/joins_dynamic.py
+    "fig12": {"kind": "select", "dynamic": True},
+    "fig15": {"kind": "select", "dynamic": True},
+    "fig18": {"kind": "select", "dynamic": True},
+    "appB": {"kind": "select", "hist": True},  # HIST-SSI vs HIST-EQW (App. B, Fig. 25)
 }
 
 
@@ -180,6 +186,15 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
     cfg = PRESETS[preset]
+    if cfg.get("hist"):
+        from .joins_dynamic import run_hist
+
+        return run_hist(out=out, seed=seed)
+    if cfg.get("dynamic"):
+        from .joins_dynamic import run_dynamic_preset
+
+        return run_dynamic_preset(preset, scale=0.1 if scale is None else float(scale), out=out,
+                                  batch=max(batches) if batches else 1000, budget=budget, seed=seed)
     kind = cfg["kind"]
     scale = 0.1 if scale is None else float(scale)
     algos = algos or (BAND_ALGOS if kind == "band" else SELECT_ALGOS)

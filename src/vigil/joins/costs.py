@@ -100,14 +100,27 @@ def design(kind: str, strategy: str, f: dict, n: int) -> np.ndarray:
 
 
 def fit(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least squares y ~ X theta (no intercept, as the paper's models) with 95% confidence
-    half-widths from the residual variance: (theta, half_width)."""
-    theta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    """Least squares y ~ X theta (no intercept, as the paper's models) constrained to theta >= 0
+    (a cost component cannot be negative; active set: a column whose coefficient comes out
+    negative is dropped and the rest refitted), with 95% confidence half-widths of the kept
+    coefficients from the residual variance (0 for dropped ones): (theta, half_width)."""
     n, k = X.shape
-    r = y - X @ theta
-    s2 = float(r @ r) / max(1, n - k)
-    cov = s2 * np.linalg.pinv(X.T @ X)
-    return theta, 1.96 * np.sqrt(np.clip(np.diag(cov), 0, None))
+    keep = np.ones(k, bool)
+    theta = np.zeros(k)
+    while keep.any():
+        th, *_ = np.linalg.lstsq(X[:, keep], y, rcond=None)
+        if (th >= 0).all():
+            theta[:] = 0
+            theta[keep] = th
+            break
+        keep[np.flatnonzero(keep)[np.argmin(th)]] = False
+    hw = np.zeros(k)
+    if keep.any():
+        A = X[:, keep]
+        r = y - X @ theta
+        s2 = float(r @ r) / max(1, n - int(keep.sum()))
+        hw[keep] = 1.96 * np.sqrt(np.clip(np.diag(s2 * np.linalg.pinv(A.T @ A)), 0, None))
+    return theta, hw
 
 
 def load_params(path: str | Path | None = None) -> dict[str, dict[str, dict[str, float]]]:

@@ -43,8 +43,8 @@ import numpy as np
 
 from . import band, select, window
 from ._base import SIDES, JoinBase
-from .costs import costs, features, load_params
-from .histograms import IntervalHistogram, KeyHistogram
+from .costs import MODELS, costs, features, load_params
+from .histograms import IntervalHistogram, KeyHistogram, route_select
 from .select import COLS
 
 PLANS: dict[str, dict[str, type]] = {
@@ -78,6 +78,7 @@ class Dynamic(JoinBase):
         super().__init__(kind, output)
         self.choices = tuple(PLANS[kind])
         self.route = {c: cls(self) for c, cls in PLANS[kind].items()}
+        self._pvec: np.ndarray | None = None  # select: the parameters in route_select's order
         self.params = load_params(self.cost_file)[kind]
         self.stale = set(self.choices)
         self.keyhist = {s: KeyHistogram() for s in SIDES}
@@ -87,6 +88,15 @@ class Dynamic(JoinBase):
         self.route_seconds = 0.0
         self.last_choice = np.empty(0, np.int64)
         self._scal: dict = {}
+
+    @property
+    def params(self) -> dict:
+        return self._params
+
+    @params.setter
+    def params(self, p: dict) -> None:
+        self._params = p
+        self._pvec = None
 
     # ------------------------------------------------------------------ queries
 
@@ -206,6 +216,17 @@ class Dynamic(JoinBase):
         """The plan (index into ``choices``) of lowest estimated cost for each tuple."""
         if self.force is not None:
             return np.full(len(key), self.choices.index(self.force), np.int64)
+        if self.kind == "select":  # one numba pass (no per-tuple Python, few per-batch numpy calls)
+            o = _other(side)
+            kh, nh, sh, sc = self.keyhist[o], self.nhist[side], self.shist[side], self._scal[side]
+            kh.sync(self.sides[o].keys.view)
+            if self._pvec is None:
+                self._pvec = np.array([self.params[c][p] for c, terms in MODELS["select"].items() for p, _ in terms])
+            return route_select(key, x, (kh.lo, 0.0 if kh.empty else kh.w, kh.counts),
+                                (nh.e0, nh.w, nh.h, float(nh.n_left), float(nh.n_right)),
+                                (sh.e0, sh.w, sh.h, float(sh.n_left), float(sh.n_right)),
+                                float(len(self.sides[o].seqs)), float(self._scal["Q"]), float(sc["QS"]),
+                                sc["sum_sqrt_hot"], self._pvec, np.empty(len(key), np.int64))
         c = self.estimated_costs(side, key, x, t)
         return np.argmin(c, axis=1).astype(np.int64)
 

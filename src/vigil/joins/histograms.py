@@ -169,3 +169,57 @@ class IntervalHistogram:
     def estimate(self, x: np.ndarray) -> np.ndarray:
         return estimate_ranges(self.e0, self.w, self.h, float(self.n_left), float(self.n_right),
                                np.asarray(x, np.float64), np.zeros(len(x)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _est_key(b, lo, w, counts):
+    if not (b >= lo):
+        return 0.0
+    j = int((b - lo) // w)
+    return counts[j] / w if j < len(counts) else 0.0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _est_range(a, e0, w, h, n_left, n_right):
+    nb = len(h)
+    if a != a:
+        return 0.0
+    if a < e0:
+        return n_left
+    if a >= e0 + nb * w:
+        return n_right
+    return h[min(nb - 1, int((a - e0) / w))]
+
+
+@numba.njit(cache=True, nogil=True)
+def route_select(key, x, kh, nh, sh, S, Q, QS, sum_sqrt_hot, P, out):
+    """SJ-Dynamic's choice per tuple (§4.1) in one pass: the four cost formulas of
+    vigil.joins.costs (select) on the histogram estimates. kh = (lo, w, counts) of the key
+    histogram (w = 0: empty), nh / sh = (e0, w, h, n_left, n_right) of the n' / n'' histograms;
+    P = (alpha_J, delta_J, alpha_S, beta_S, gamma_S, alpha_V, gamma_V, alpha_H, beta_H, gamma_H,
+    delta_H). Writes 0..3 (join_first, select_first, vanilla, hotspot)."""
+    klo, kw, kc = kh
+    e0, w, h, nl, nr = nh
+    se0, sw, shh, snl, snr = sh
+    ls = np.log2(2.0 + S)
+    lq = np.log2(2.0 + Q)
+    lqs = np.log2(2.0 + QS)
+    sq = np.sqrt(Q)
+    for i in range(len(key)):
+        mp = _est_key(float(key[i]), klo, kw, kc) if kw > 0 else 0.0
+        lmp = np.log2(1.0 + mp)
+        n1 = _est_range(x[i], e0, w, h, nl, nr)
+        n2 = _est_range(x[i], se0, sw, shh, snl, snr)
+        best = P[0] * ls + P[1] * mp * sq
+        c = 0
+        v = P[2] * ls + P[3] * lq + P[4] * n1 * lmp
+        if v < best:
+            best, c = v, 1
+        v = P[5] * ls + P[6] * Q * lmp
+        if v < best:
+            best, c = v, 2
+        v = P[7] * ls + P[8] * lqs + P[9] * n2 * lmp + P[10] * sum_sqrt_hot
+        if v < best:
+            best, c = v, 3
+        out[i] = c
+    return out

@@ -98,3 +98,18 @@ def specs(kind: str, rows: np.ndarray, w: np.ndarray | None = None) -> list[Spec
                 s.window = float(w[i])
             out.append(s)
     return out
+
+
+def arrivals(n: int, b_domain: int, rng, key_spread: float | None = None, a_sigma: float | None = None):
+    """Incoming R tuples for the data-sensitive experiments (paper 003 §5.4): keys ~ Normal(D/2,
+    (key_spread D)^2) rounded and clipped to [0, D] (a small spread puts them where S.B is dense:
+    a higher event join rate, Fig. 15; None: Uni(0, D) as Table I), R.A ~ Normal(500,000,
+    a_sigma^2) (a small sigma puts them where the rangeA's are dense: a higher event selection
+    rate, Fig. 18; None: Uni(0, 10^6) as Table I)."""
+    D = b_domain
+    if key_spread is None:
+        key = rng.integers(0, D + 1, n)
+    else:
+        key = np.clip(np.rint(rng.normal(D / 2, key_spread * D, n)), 0, D)
+    a = rng.uniform(0, 1e6, n) if a_sigma is None else rng.normal(500_000, a_sigma, n)
+    return key.astype(np.int64), a.round()

@@ -1,0 +1,333 @@
+"""``vigil bench joins --fit`` and the data-sensitive presets ``fig12|fig15|fig18`` (paper 003
+§5.4, Figs. 12-20).
+
+Fit (§5.4, Table II): over a grid of |Q| x |S| (100,000-500,000 each in steps of 100,000, times
+``--scale``), Table I's select workload (our B domain of 100, see workloads.joins) with
+arriving R tuples drawn from mixed distributions (so m', n' and n'' vary), every plan of
+``dynamic`` is timed on each arriving tuple alone (``per_tuple_us``: one probe call per tuple,
+minus the median time of the same call on an empty batch), with the exact m', n', n'' of the
+tuple; each strategy's parameters are fitted by least squares on all its (features, time) rows
+with 95% confidence intervals (:func:`vigil.joins.costs.fit`). Window joins: the same with times
+(S.T = 0..|S|-1, arrivals after, windows ~ Uni(0.1, 0.2) |S|); band joins: Table I's band
+workload. The JSON can be shipped (``ship``) or loaded by a run (``VIGIL_JOIN_COSTS``).
+
+Presets (select joins, count mode = output cost excluded, one operator per point holding every
+plan, so the static strategies are measured as ``dynamic`` forced to one plan: the same plan
+objects on the same indexes and the same arriving tuples):
+
+* fig12: |Q| = |S| = 100k..500k (x scale); fig15: |Q| = |S| = 500k (x scale), incoming keys
+  ~ Normal(D/2, (spread D)^2) (event join rate); fig18: incoming R.A ~ Normal(500k, sigma^2)
+  (event selection rate).
+* Per point: each static plan and ``dynamic`` push batches of ``batch`` tuples for ``budget``
+  seconds (tuples/s); ``optimum`` (SJ-Optimum) times every plan on each of ``n_opt`` tuples and
+  keeps the cheapest (its rate: tuples / sum of the per-tuple minima), with dynamic's choice
+  for the same tuples: the fraction of matching decisions (Figs. 14, 17, 20) and the breakdown
+  of choices (Figs. 13, 16, 19); dynamic's routing time (estimating and choosing) as a fraction
+  of its run.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from ..joins import costs as cm
+from ..joins.dynamic import Dynamic
+from ..workloads import joins as wl
+from .common import Result, machine_info, result_doc, write_json
+
+GRID = [100_000, 200_000, 300_000, 400_000, 500_000]
+DYN_PRESETS: dict[str, dict[str, Any]] = {
+    "fig12": {"points": [(n, n, None, None) for n in GRID], "key": "size"},
+    "fig15": {"points": [(500_000, 500_000, s, None) for s in (3.0, 1.0, 0.3, 0.1, 0.03)], "key": "key_spread"},
+    "fig18": {"points": [(500_000, 500_000, None, s) for s in (3e6, 1e6, 3e5, 1e5, 3e4)], "key": "a_sigma"},
+}
+
+
+def load(kind: str, nq: int, ns: int, seed: int, n_arr: int, key_spread=None, a_sigma=None, mixed=False):
+    """A count-mode ``Dynamic`` holding every plan, with |S| = ns stored and nq queries, and the
+    arriving tuples (key, x, t) (``mixed``: the fit's mixture of arrival distributions)."""
+    rng = np.random.default_rng(seed + 7)
+    op = Dynamic(kind, "count")
+    if kind == "band":
+        w = wl.band_workload(n_queries=nq, n_tuples=ns, n_arrivals=n_arr, seed=seed)
+        op.insert("right", np.arange(1, ns + 1), w["s_key"], None, None)
+        for i, s in enumerate(wl.specs("band", w["rows"])):
+            op.register(i, s)
+        key, x, t = w["in_key"], np.zeros(n_arr), np.full(n_arr, np.nan)
+    else:
+        win = 0.2 * ns if kind == "window" else None
+        w = wl.select_workload(n_queries=nq, n_tuples=ns, n_arrivals=1, seed=seed, window=win)
+        st = np.arange(ns, dtype=np.float64) if kind == "window" else None
+        op.insert("right", np.arange(1, ns + 1), w["s_key"], w["s_x"].reshape(-1, 1), st)
+        for i, s in enumerate(wl.specs(kind, w["rows"], w["w"])):
+            op.register(i, s)
+        if mixed:
+            parts = [wl.arrivals(n_arr, 100, rng, ks, sa) for ks in (None, 0.05, 3.0) for sa in (None, 3e4, 3e6)]
+            pick = rng.integers(0, len(parts), n_arr)
+            key = np.array([parts[p][0][i] for i, p in enumerate(pick)], np.int64)
+            x = np.array([parts[p][1][i] for i, p in enumerate(pick)], np.float64)
+        else:
+            key, x = wl.arrivals(n_arr, 100, rng, key_spread, a_sigma)
+            x = x.astype(np.float64)
+        t = ns + np.arange(n_arr, dtype=np.float64) if kind == "window" else np.full(n_arr, np.nan)
+    op.seq = 2 * ns + 10
+    push(op, key[:1], x[:1], t[:1])  # builds the statistics (first probe after the registrations)
+    return op, key[1:], x[1:], t[1:]
+
+
+def push(op: Dynamic, key, x, t) -> None:
+    n = len(key)
+    op.insert("left", np.arange(op.seq, op.seq + n), key, None if op.kind == "band" else x.reshape(-1, 1),
+              t if op.kind == "window" else None)
+    op.seq += n
+
+
+def per_tuple_us(op: Dynamic, key, x, t, reps: int = 3) -> np.ndarray:
+    """float64[n, plans]: microseconds of each plan on each tuple alone (the minimum of ``reps``
+    calls: the machine is shared, a preempted call would dominate a least-squares fit), minus
+    the median time of the same call on an empty batch (the Python call's fixed cost)."""
+    side, seqs = "left", np.arange(len(key)) + op.seq
+    e = slice(0, 0)
+    null = np.zeros(len(op.choices))
+    for j, c in enumerate(op.choices):
+        op._run(c, side, seqs[e], key[e], x[e], t[e], 2)  # builds the plan's index
+        ts = []
+        for _ in range(21):
+            t0 = time.perf_counter()
+            op._run(c, side, seqs[e], key[e], x[e], t[e], 2)
+            ts.append(time.perf_counter() - t0)
+        null[j] = np.median(ts)
+    out = np.empty((len(key), len(op.choices)))
+    for i in range(len(key)):
+        s = slice(i, i + 1)
+        for j, c in enumerate(op.choices):
+            best = np.inf
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                op._run(c, side, seqs[s], key[s], x[s], t[s], 2)
+                best = min(best, time.perf_counter() - t0)
+            out[i, j] = best
+    return np.clip(out - null, 0, None) * 1e6
+
+
+def run_fit(scale: float = 0.1, kinds=("select", "window", "band"), per_point: int = 150, seed: int = 0,
+            out: str | Path = "results/joins_fit.json", grid: list[int] | None = None, console=None) -> dict:
+    console = console or Console()
+    sizes = [max(100, int(g * scale)) for g in (grid or GRID)]
+    doc: dict[str, Any] = {"family": "joins", "preset": "fit", "config": {"scale": scale, "sizes": sizes,
+                           "per_point": per_point, "seed": seed}, "params": {}, "fit": {},
+                           "machine": machine_info()}
+    for kind in kinds:
+        X: dict[str, list] = {}
+        Y: dict[str, list] = {}
+        for nq in sizes:
+            for ns in sizes:
+                t0 = time.perf_counter()
+                n_pt = per_point if kind != "band" else max(2, per_point // 20)  # band: tuple-independent
+                op, key, x, t = load(kind, nq, ns, seed, n_pt + 1, mixed=True)
+                st = op.stats("left", key, x, t, exact=True)
+                f = cm.features(kind, st)
+                us = per_tuple_us(op, key, x, t)
+                for j, c in enumerate(op.choices):
+                    X.setdefault(c, []).append(cm.design(kind, c, f, len(key)))
+                    Y.setdefault(c, []).append(us[:, j])
+                console.log(f"fit {kind} |Q|={nq:,} |S|={ns:,}: mean us/tuple "
+                            + ", ".join(f"{c} {us[:, j].mean():,.1f}" for j, c in enumerate(op.choices))
+                            + f" ({time.perf_counter() - t0:.1f} s)")
+        doc["params"][kind] = {}
+        doc["fit"][kind] = {}
+        for c in X:
+            A, y = np.concatenate(X[c]), np.concatenate(Y[c])
+            theta, hw = cm.fit(A, y)
+            names = [p for p, _ in cm.MODELS[kind][c]]
+            r2 = 1 - float(((y - A @ theta) ** 2).sum()) / max(float(((y - y.mean()) ** 2).sum()), 1e-300)
+            doc["params"][kind][c] = {n: {"value": float(v), "ci95": [float(v - h), float(v + h)]}
+                                      for n, v, h in zip(names, theta, hw, strict=True)}
+            doc["fit"][kind][c] = {"rows": len(y), "r2": r2, "mean_us": float(y.mean())}
+            console.log(f"fit {kind} {c}: " + ", ".join(f"{n}={v:.4g} [{v - h:.4g}, {v + h:.4g}]"
+                        for n, v, h in zip(names, theta, hw, strict=True)) + f"; R^2 {r2:.2f}")
+    write_json(out, doc)
+    return doc
+
+
+def ship(fit_json: str | Path, target: str | Path | None = None) -> Path:
+    """Write a --fit JSON's parameters into vigil/joins/_cost_params.py (the shipped defaults)."""
+    import json
+
+    from ..joins import _cost_params
+
+    doc = json.loads(Path(fit_json).read_text())
+    params = cm.load_params(fit_json)
+    target = Path(target or _cost_params.__file__)
+    head = _cost_params.__doc__.strip()
+    body = "PARAMS = {\n" + "".join(
+        f"    {k!r}: {{\n" + "".join(f"        {s!r}: {{{', '.join(f'{n!r}: {v:.6g}' for n, v in p.items())}}},\n"
+                                    for s, p in params[k].items()) + "    },\n" for k in params) + "}\n"
+    src = f'"""{head}\n\nShipped from: {Path(fit_json).name} (config {doc.get("config")})."""\n\n{body}'
+    target.write_text(src)
+    return target
+
+
+def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "results/joins_dyn.json",
+                       batch: int = 1000, budget: float = 2.0, n_opt: int = 300, seed: int = 0,
+                       console=None) -> dict:
+    console = console or Console()
+    cfg = DYN_PRESETS[preset]
+    results: list[Result] = []
+    for nq0, ns0, ks, sa in cfg["points"]:
+        nq, ns = max(100, int(nq0 * scale)), max(100, int(ns0 * scale))
+        label = {"size": nq0 // 1000, "key_spread": ks, "a_sigma": sa}[cfg["key"]]
+        n_arr = 200_000
+        op, key, x, t = load("select", nq, ns, seed, n_arr + 1, key_spread=ks, a_sigma=sa)
+        st = op.stats("left", key[:2000], x[:2000], t[:2000], exact=True)
+        point = {cfg["key"]: label, "queries": nq, "stored": ns, "join_rate": float(np.mean(st["mp"])),
+                 "selection_rate": float(np.mean(st["np"]) / max(nq, 1))}
+        pos = 0
+        for algo in list(op.choices) + ["dynamic"]:
+            op.force = None if algo == "dynamic" else algo
+            op.decisions[:] = 0
+            op.route_seconds = 0.0
+            done = 0
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < budget and pos + batch <= n_arr:
+                push(op, key[pos : pos + batch], x[pos : pos + batch], t[pos : pos + batch])
+                pos += batch
+                done += batch
+            secs = time.perf_counter() - t0
+            extra = {"point": point, "rate_per_s": done / secs, "batch": batch}
+            if algo == "dynamic":
+                extra["breakdown"] = {c: int(v) for c, v in zip(op.choices, op.decisions, strict=True)}
+                extra["route_fraction"] = op.route_seconds / secs
+            results.append(Result(algo, secs, done, extra=extra))
+            console.log(f"{preset} {cfg['key']}={label} {algo}: {done / secs:,.0f} tuples/s"
+                        + (f" (routing {100 * extra['route_fraction']:.1f}% of the time; {extra['breakdown']})"
+                           if algo == "dynamic" else ""))
+        op.force = None
+        s = slice(pos, pos + n_opt)
+        us = per_tuple_us(op, key[s], x[s], t[s])
+        dyn = op.choose("left", key[s], x[s], t[s])
+        best = np.argmin(us, axis=1)
+        chosen = us[np.arange(len(best)), dyn]
+        extra = {"point": point, "rate_per_s": len(best) / (us.min(axis=1).sum() * 1e-6), "n": len(best),
+                 "match": float(np.mean(dyn == best)),
+                 "dynamic_probe_rate_per_s": len(best) / (chosen.sum() * 1e-6),
+                 "per_plan_rate_per_s": {c: len(best) / (us[:, j].sum() * 1e-6) for j, c in enumerate(op.choices)},
+                 "breakdown": {c: int((best == j).sum()) for j, c in enumerate(op.choices)},
+                 "dynamic_breakdown": {c: int((dyn == j).sum()) for j, c in enumerate(op.choices)}}
+        results.append(Result("optimum", float(us.min(axis=1).sum() * 1e-6), len(best), extra=extra))
+        console.log(f"{preset} {cfg['key']}={label} optimum: {extra['rate_per_s']:,.0f} tuples/s; dynamic's "
+                    f"decisions match {100 * extra['match']:.0f}%; optimum {extra['breakdown']}")
+    doc = result_doc("joins", preset, {"scale": scale, "batch": batch, "budget_s": budget, "n_opt": n_opt,
+                                       "seed": seed, "kind": "select"}, results)
+    write_json(out, doc)
+    plot(doc, Path(out).with_suffix(".png"))
+    return doc
+
+
+def plot(doc: dict, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = doc["results"]
+    key = next(k for k in res[0]["extra"]["point"] if k in ("size", "key_spread", "a_sigma"))
+    xlab = {"size": "workload (|Q| = |S|, thousands, paper scale)", "key_spread": "event join rate (m', measured)",
+            "a_sigma": "event selection rate (measured)"}[key]
+    xval = {"size": lambda p: p["size"], "key_spread": lambda p: p["join_rate"],
+            "a_sigma": lambda p: p["selection_rate"]}[key]
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4), dpi=80)
+    algos = list(dict.fromkeys(r["algo"] for r in res))
+    for i, a in enumerate(algos):
+        pts = sorted((xval(r["extra"]["point"]), r["extra"]["rate_per_s"]) for r in res if r["algo"] == a)
+        axes[0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=f"C{i}", label=a,
+                     linestyle="--" if a == "optimum" else "-")
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("incoming tuples per second")
+    dyn = sorted(((xval(r["extra"]["point"]), r["extra"]["breakdown"]) for r in res if r["algo"] == "dynamic"),
+                 key=lambda p: p[0])
+    opt = sorted(((xval(r["extra"]["point"]), r["extra"]["match"]) for r in res if r["algo"] == "optimum"),
+                 key=lambda p: p[0])
+    names = list(dyn[0][1]) if dyn else []
+    bottom = np.zeros(len(dyn))
+    xs = np.arange(len(dyn))
+    for j, c in enumerate(names):
+        v = np.array([b[c] / max(1, sum(b.values())) for _, b in dyn])
+        axes[1].bar(xs, v, bottom=bottom, label=c, color=f"C{j}")
+        bottom += v
+    axes[1].set_xticks(xs, [f"{p[0]:.3g}" for p in dyn])
+    axes[1].set_ylabel("fraction of tuples (dynamic's choices)")
+    axes[2].bar(np.arange(len(opt)), [m for _, m in opt], color="C7")
+    axes[2].set_xticks(np.arange(len(opt)), [f"{p[0]:.3g}" for p in opt])
+    axes[2].set_ylabel("decisions matching SJ-Optimum")
+    axes[2].set_ylim(0, 1)
+    for ax in axes:
+        ax.set_xlabel(xlab)
+    axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=8)
+    fig.suptitle(f"paper 003 {doc['preset']} (scale {doc['params']['scale']})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def run_hist(out: str | Path = "results/joins_appB.json", n: int = 100_000, seed: int = 0,
+             buckets=(20, 30, 40, 50, 60, 70, 100), console=None) -> dict:
+    """App. B, Fig. 25: mean relative error of HIST-SSI and HIST-EQW over 5,000 uniform stabbing
+    queries, (a) the paper's intervals: n in [0, 10,000], midpoints ~ Normal(5,000, 1,500^2),
+    lengths ~ Normal(1,000, 2,000) read as a variance (sd 44.7; with sd 2,000 the intervals form
+    hundreds of stabbing groups, not the paper's 18), clipped to the domain; (b) the rangeA's of
+    the fig12 workload (what n' estimates), stabbed by the arriving R.A of Table I."""
+    from ..joins.hist_ssi import hist_eqw, hist_ssi, mean_relative_error
+    from ..joins.partition import stabbing_number
+
+    console = console or Console()
+    rng = np.random.default_rng(seed)
+    mid = rng.normal(5000, 1500, n)
+    ln = np.abs(rng.normal(1000, np.sqrt(2000), n))
+    sets = {"paper_appB": (np.clip(mid - ln / 2, 0, 1e4), np.clip(mid + ln / 2, 0, 1e4), rng.uniform(0, 1e4, 5000))}
+    w = wl.select_workload(n_queries=n, n_tuples=100, n_arrivals=5000, seed=seed)
+    sets["fig12_rangeA"] = (w["rows"][:, 0], w["rows"][:, 1], w["in_x"])
+    results = []
+    for name, (lo, hi, x) in sets.items():
+        tau = stabbing_number(lo, hi)
+        span = (float(lo.min()), float(hi.max()))
+        for k in buckets:
+            t0 = time.perf_counter()
+            hs = hist_ssi(lo, hi, k)
+            t_ssi = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            he = hist_eqw(lo, hi, k, span)
+            t_eqw = time.perf_counter() - t0
+            for algo, h, secs in (("hist_ssi", hs, t_ssi), ("hist_eqw", he, t_eqw)):
+                err = mean_relative_error(h, lo, hi, x)
+                results.append(Result(algo, secs, len(lo), extra={"point": {"set": name, "buckets": k}, "tau": tau,
+                                                                  "error": err, "pieces": h.pieces}))
+            console.log(f"appB {name} (tau={tau}) k={k}: HIST-SSI {results[-2].extra['error']:.3f} "
+                        f"({hs.pieces} buckets, {t_ssi:.2f} s), HIST-EQW {results[-1].extra['error']:.3f}")
+    doc = result_doc("joins", "appB", {"n": n, "seed": seed, "queries": 5000}, results)
+    write_json(out, doc)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.2), dpi=80)
+    for ax, name in zip(axes, sets, strict=True):
+        for i, a in enumerate(("hist_ssi", "hist_eqw")):
+            pts = [(r.extra["pieces"], r.extra["error"]) for r in results if r.algo == a and r.extra["point"]["set"] == name]
+            ax.plot(*zip(*pts, strict=True), marker="o", color=f"C{i}", label=a)
+        ax.set_xlabel("buckets")
+        ax.set_ylabel("mean relative error")
+        ax.set_title(f"{name} (tau = {results[[r.extra['point']['set'] for r in results].index(name)].extra['tau']})")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(Path(out).with_suffix(".png"))
+    plt.close(fig)
+    return doc
