@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import registry
+from . import jsonline, registry
 from .errors import Unsupported
 from .events import ERROR_COLUMN, OUTPUT_SCHEMA, seq_column
 from .group import Cols, Group, Segment, monotone
@@ -109,6 +109,7 @@ class Engine:
         self.by_id: dict[str, int] = {}
         self.where: dict[int, str] = {}  # alive qid -> group key
         self.groups: dict[str, Group] = {}
+        self._keys: dict[tuple[str, str], str] = {}  # (family, repr(params)) -> group key
         self.pending: list[tuple[int, int, dict]] = []  # (at, arrival, op), sorted
         self.arrival = 0
         self.history: list[pa.Table] = []  # rows of relations, for join groups created later
@@ -220,7 +221,7 @@ class Engine:
     def _parse_op(raw: Any) -> tuple[dict, str | None]:
         if isinstance(raw, str | bytes):
             try:
-                raw = json.loads(raw)
+                raw = jsonline.loads(raw)
             except ValueError as e:
                 return {}, f"malformed JSON operation: {str(e)[:120]}"
         if not isinstance(raw, dict):
@@ -246,6 +247,15 @@ class Engine:
             return op, f"{kind}: 'id' must be a string"
         return op, None
 
+    def _group_key(self, family: str, params: dict) -> str:
+        # the key is canonical JSON (it is stored in snapshots); params_of builds its dict in a
+        # fixed order, so repr() identifies it and the JSON is encoded once per group, not per query
+        r = (family, repr(params))
+        key = self._keys.get(r)
+        if key is None:
+            key = self._keys[r] = json.dumps([family, params], sort_keys=True)
+        return key
+
     def _apply(self, op: dict, n: int) -> None:
         kind = op["op"]
         at = op["at"]
@@ -263,7 +273,7 @@ class Engine:
             if missing:
                 return self._reject_op(at, spec.id, f"{REFUSALS[1]}{missing[0]!r}, which {spec.family} queries need")
             params = gcls.params_of(spec)
-            key = json.dumps([gcls.family, params], sort_keys=True)
+            key = self._group_key(gcls.family, params)
             qid = len(self.ids)
             try:
                 g = self.groups.get(key)
@@ -277,7 +287,7 @@ class Engine:
                 return self._reject_op(at, spec.id, f"unsupported by {gcls.family}={name}: {e}")
             self.groups[key] = g
             self.ids.append(spec.id)
-            self.specs.append(spec.dump_json())
+            self.specs.append(jsonline.dumps(q) or spec.dump_json())
             self.by_id[spec.id] = qid
             self.where[qid] = key
             g.qids.add(qid)

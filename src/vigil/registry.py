@@ -5,6 +5,7 @@ runs it through its family's conformance suite, and ``--algo FAMILY=NAME`` selec
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 IMPLEMENTATIONS: dict[str, dict[str, str]] = {
@@ -78,6 +79,7 @@ DEFAULTS: dict[str, str] = {
 FAMILIES = tuple(IMPLEMENTATIONS)
 
 
+@functools.cache
 def _load(path: str) -> type:
     mod, cls = path.split(":")
     return getattr(importlib.import_module(mod), cls)

@@ -108,17 +108,18 @@ class ThresholdSpec(_Spec):
     family: ClassVar[str] = "threshold"
 
     def range_columns(self) -> tuple[str, ...]:
-        return tuple(sorted(c for c, x in self.where.items() if isinstance(x, list)))
+        return tuple(sorted([c for c, x in self.where.items() if type(x) is list]))
 
     def key_items(self) -> tuple[tuple[str, Any], ...]:
         return tuple(sorted((c, x) for c, x in self.where.items() if not isinstance(x, list)))
 
     def bounds(self) -> tuple[list[float], list[float]]:
+        # the ranges were checked when the spec was validated (_where)
         los, his = [], []
         for c in self.range_columns():
-            lo, hi = _check_range(self.where[c])
-            los.append(lo)
-            his.append(hi)
+            lo, hi = self.where[c]
+            los.append(-math.inf if lo is None else float(lo))
+            his.append(math.inf if hi is None else float(hi))
         return los, his
 
     def columns(self) -> set[str]:

@@ -1,0 +1,53 @@
+"""Decoding (and compact encoding) of JSON operation lines, fast and exactly as the standard library does.
+
+orjson decodes a line ~4x faster than :func:`json.loads`, which matters when a run registers
+millions of queries. The standard library stays the definition: a line orjson refuses (NaN,
+Infinity, 1e400, a lone surrogate, a byte-order mark, ...) is decoded (or refused, with its
+message) by :func:`json.loads`, and so is a line holding a run of 19 or more digits, because orjson
+turns an integer outside the 64-bit range into a float silently, where vigil must see the integer
+to reject it (docs/contract.md: integers beyond what float64 holds exactly)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+# every digit becomes "0": a line holds a run of 19 digits iff its image holds "0" * 19
+# (bytes.translate is a table lookup in C, far cheaper than a regular expression here)
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_RUN = b"0" * 19
+
+
+def loads(line: str | bytes) -> Any:
+    """``json.loads(line)``, faster; raises ValueError (json.JSONDecodeError) like it."""
+    b = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else bytes(line)
+    if _RUN not in b.translate(_DIGITS):
+        try:
+            return orjson.loads(b)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(line)
+
+
+def dumps(obj: Any) -> str | None:
+    """Compact JSON of a decoded JSON value, or None when orjson cannot encode it exactly (types
+    JSON does not have, integers beyond 64 bits, non-finite floats, which orjson writes as null)."""
+    try:
+        out = orjson.dumps(obj)
+    except TypeError:
+        return None
+    if b"null" in out and _has_nonfinite(obj):
+        return None
+    return out.decode()
+
+
+def _has_nonfinite(obj: Any) -> bool:
+    if isinstance(obj, float):
+        return obj != obj or obj in (float("inf"), float("-inf"))
+    if isinstance(obj, dict):
+        return any(_has_nonfinite(v) for v in obj.values())
+    if isinstance(obj, list | tuple):
+        return any(_has_nonfinite(v) for v in obj)
+    return False
