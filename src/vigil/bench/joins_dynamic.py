@@ -115,42 +115,62 @@ def per_tuple_us(op: Dynamic, key, x, t, reps: int = 3) -> np.ndarray:
     return np.clip(out - null, 0, None) * 1e6
 
 
+STATS = ("S", "Q", "QS", "sum_sqrt_hot", "QH", "tau", "hot", "mp", "np", "npp", "mb", "mbar", "mbar_h")
+
+
 def run_fit(scale: float = 0.1, kinds=("select", "window", "band"), per_point: int = 150, seed: int = 0,
             out: str | Path = "results/joins_fit.json", grid: list[int] | None = None, console=None) -> dict:
+    """Measure (``per_tuple_us``) and fit; the raw rows (statistics + times) go to OUT.npz so
+    that :func:`refit` can fit other model variants without measuring again."""
     console = console or Console()
     sizes = [max(100, int(g * scale)) for g in (grid or GRID)]
-    doc: dict[str, Any] = {"family": "joins", "preset": "fit", "config": {"scale": scale, "sizes": sizes,
-                           "per_point": per_point, "seed": seed}, "params": {}, "fit": {},
-                           "machine": machine_info()}
+    raw: dict[str, np.ndarray] = {}
     for kind in kinds:
-        X: dict[str, list] = {}
-        Y: dict[str, list] = {}
+        rows: dict[str, list] = {}
         for nq in sizes:
             for ns in sizes:
                 t0 = time.perf_counter()
                 n_pt = per_point if kind != "band" else max(2, per_point // 20)  # band: tuple-independent
                 op, key, x, t = load(kind, nq, ns, seed, n_pt + 1, mixed=True)
                 st = op.stats("left", key, x, t, exact=True)
-                f = cm.features(kind, st)
+                for k in STATS:
+                    if k in st:
+                        rows.setdefault(k, []).append(np.broadcast_to(np.asarray(st[k], np.float64), (len(key),)))
                 us = per_tuple_us(op, key, x, t)
-                for j, c in enumerate(op.choices):
-                    X.setdefault(c, []).append(cm.design(kind, c, f, len(key)))
-                    Y.setdefault(c, []).append(us[:, j])
+                rows.setdefault("us", []).append(us)
                 console.log(f"fit {kind} |Q|={nq:,} |S|={ns:,}: mean us/tuple "
                             + ", ".join(f"{c} {us[:, j].mean():,.1f}" for j, c in enumerate(op.choices))
                             + f" ({time.perf_counter() - t0:.1f} s)")
+        for k, v in rows.items():
+            raw[f"{kind}/{k}"] = np.concatenate(v)
+    np.savez_compressed(Path(out).with_suffix(".npz"), **raw)
+    config = {"scale": scale, "sizes": sizes, "per_point": per_point, "seed": seed}
+    return refit(Path(out).with_suffix(".npz"), out, config, console)
+
+
+def refit(npz: str | Path, out: str | Path, config: dict | None = None, console=None) -> dict:
+    """Fit every strategy's model (vigil.joins.costs.MODELS) on the raw rows of a --fit run."""
+    console = console or Console()
+    raw = np.load(npz)
+    doc: dict[str, Any] = {"family": "joins", "preset": "fit", "config": config or {}, "params": {}, "fit": {},
+                           "machine": machine_info(), "raw": Path(npz).name}
+    for kind in dict.fromkeys(k.split("/")[0] for k in raw.files):
+        st = {k.split("/")[1]: raw[k] for k in raw.files if k.startswith(kind + "/")}
+        us = st.pop("us")
+        n = len(us)
+        f = cm.features(kind, st)
         doc["params"][kind] = {}
         doc["fit"][kind] = {}
-        for c in X:
-            A, y = np.concatenate(X[c]), np.concatenate(Y[c])
+        for j, c in enumerate(cm.MODELS[kind]):
+            A, y = cm.design(kind, c, f, n), us[:, j]
             theta, hw = cm.fit(A, y)
             names = [p for p, _ in cm.MODELS[kind][c]]
             r2 = 1 - float(((y - A @ theta) ** 2).sum()) / max(float(((y - y.mean()) ** 2).sum()), 1e-300)
-            doc["params"][kind][c] = {n: {"value": float(v), "ci95": [float(v - h), float(v + h)]}
-                                      for n, v, h in zip(names, theta, hw, strict=True)}
-            doc["fit"][kind][c] = {"rows": len(y), "r2": r2, "mean_us": float(y.mean())}
-            console.log(f"fit {kind} {c}: " + ", ".join(f"{n}={v:.4g} [{v - h:.4g}, {v + h:.4g}]"
-                        for n, v, h in zip(names, theta, hw, strict=True)) + f"; R^2 {r2:.2f}")
+            doc["params"][kind][c] = {nm: {"value": float(v), "ci95": [float(v - h), float(v + h)]}
+                                      for nm, v, h in zip(names, theta, hw, strict=True)}
+            doc["fit"][kind][c] = {"rows": n, "r2": r2, "mean_us": float(y.mean())}
+            console.log(f"fit {kind} {c}: " + ", ".join(f"{nm}={v:.4g} [{v - h:.4g}, {v + h:.4g}]"
+                        for nm, v, h in zip(names, theta, hw, strict=True)) + f"; R^2 {r2:.2f}")
     write_json(out, doc)
     return doc
 
@@ -164,7 +184,7 @@ def ship(fit_json: str | Path, target: str | Path | None = None) -> Path:
     doc = json.loads(Path(fit_json).read_text())
     params = cm.load_params(fit_json)
     target = Path(target or _cost_params.__file__)
-    head = _cost_params.__doc__.strip()
+    head = _cost_params.__doc__.strip().split("\n\nShipped from")[0]
     body = "PARAMS = {\n" + "".join(
         f"    {k!r}: {{\n" + "".join(f"        {s!r}: {{{', '.join(f'{n!r}: {v:.6g}' for n, v in p.items())}}},\n"
                                     for s, p in params[k].items()) + "    },\n" for k in params) + "}\n"
@@ -187,12 +207,11 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
         st = op.stats("left", key[:2000], x[:2000], t[:2000], exact=True)
         point = {cfg["key"]: label, "queries": nq, "stored": ns, "join_rate": float(np.mean(st["mp"])),
                  "selection_rate": float(np.mean(st["np"]) / max(nq, 1))}
-        pos = 0
         for algo in list(op.choices) + ["dynamic"]:
             op.force = None if algo == "dynamic" else algo
             op.decisions[:] = 0
             op.route_seconds = 0.0
-            done = 0
+            done = pos = 0  # every run pushes the same arriving tuples (stored again: R arrivals probe S only)
             t0 = time.perf_counter()
             while time.perf_counter() - t0 < budget and pos + batch <= n_arr:
                 push(op, key[pos : pos + batch], x[pos : pos + batch], t[pos : pos + batch])
@@ -208,14 +227,16 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
                         + (f" (routing {100 * extra['route_fraction']:.1f}% of the time; {extra['breakdown']})"
                            if algo == "dynamic" else ""))
         op.force = None
-        s = slice(pos, pos + n_opt)
+        s = slice(0, n_opt)
         us = per_tuple_us(op, key[s], x[s], t[s])
+        t0 = time.perf_counter()
         dyn = op.choose("left", key[s], x[s], t[s])
+        route = time.perf_counter() - t0
         best = np.argmin(us, axis=1)
         chosen = us[np.arange(len(best)), dyn]
         extra = {"point": point, "rate_per_s": len(best) / (us.min(axis=1).sum() * 1e-6), "n": len(best),
                  "match": float(np.mean(dyn == best)),
-                 "dynamic_probe_rate_per_s": len(best) / (chosen.sum() * 1e-6),
+                 "dynamic_probe_rate_per_s": len(best) / (chosen.sum() * 1e-6 + route),
                  "per_plan_rate_per_s": {c: len(best) / (us[:, j].sum() * 1e-6) for j, c in enumerate(op.choices)},
                  "breakdown": {c: int((best == j).sum()) for j, c in enumerate(op.choices)},
                  "dynamic_breakdown": {c: int((dyn == j).sum()) for j, c in enumerate(op.choices)}}

@@ -248,21 +248,29 @@ class Dynamic(JoinBase):
         return _merge(outs)
 
     def _probe(self, side, seqs, key, x, t, mode):
+        """Route the batch; ``route_seconds`` accumulates estimating, choosing, splitting the
+        batch by plan and merging the plans' outputs (everything but the plans' probes)."""
         t0 = time.perf_counter()
         ch = self.choose(side, key, x, t)
-        self.route_seconds += time.perf_counter() - t0
         self.last_choice = ch
         first = int(ch[0])
         if (ch == first).all():
             self.decisions[first] += len(ch)
+            self.route_seconds += time.perf_counter() - t0
             return self._run(self.choices[first], side, seqs, key, x, t, mode)
         outs = []
+        probe = 0.0
         for c in np.unique(ch).tolist():
             idx = np.flatnonzero(ch == c)
             self.decisions[c] += len(idx)
-            q, i, o, cnt = self._run(self.choices[c], side, seqs[idx], key[idx], x[idx], t[idx], mode)
+            sub = (seqs[idx], key[idx], x[idx], t[idx])
+            t1 = time.perf_counter()
+            q, i, o, cnt = self._run(self.choices[c], side, *sub, mode)
+            probe += time.perf_counter() - t1
             outs.append((q, idx[i], o, cnt))
-        return _merge(outs)
+        res = _merge(outs)
+        self.route_seconds += time.perf_counter() - t0 - probe
+        return res
 
 
 class Optimum(Dynamic):

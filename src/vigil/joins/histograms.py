@@ -196,7 +196,7 @@ def route_select(key, x, kh, nh, sh, S, Q, QS, sum_sqrt_hot, P, out):
     """SJ-Dynamic's choice per tuple (§4.1) in one pass: the four cost formulas of
     vigil.joins.costs (select) on the histogram estimates. kh = (lo, w, counts) of the key
     histogram (w = 0: empty), nh / sh = (e0, w, h, n_left, n_right) of the n' / n'' histograms;
-    P = (alpha_J, delta_J, alpha_S, beta_S, gamma_S, alpha_V, gamma_V, alpha_H, beta_H, gamma_H,
+    P = (alpha_J, delta_J, gamma_J, alpha_S, beta_S, gamma_S, alpha_V, gamma_V, alpha_H, beta_H, gamma_H,
     delta_H). Writes 0..3 (join_first, select_first, vanilla, hotspot)."""
     klo, kw, kc = kh
     e0, w, h, nl, nr = nh
@@ -210,15 +210,15 @@ def route_select(key, x, kh, nh, sh, S, Q, QS, sum_sqrt_hot, P, out):
         lmp = np.log2(1.0 + mp)
         n1 = _est_range(x[i], e0, w, h, nl, nr)
         n2 = _est_range(x[i], se0, sw, shh, snl, snr)
-        best = P[0] * ls + P[1] * mp * sq
+        best = P[0] * ls + P[1] * mp * sq + P[2] * mp
         c = 0
-        v = P[2] * ls + P[3] * lq + P[4] * n1 * lmp
+        v = P[3] * ls + P[4] * lq + P[5] * n1 * lmp
         if v < best:
             best, c = v, 1
-        v = P[5] * ls + P[6] * Q * lmp
+        v = P[6] * ls + P[7] * Q * lmp
         if v < best:
             best, c = v, 2
-        v = P[7] * ls + P[8] * lqs + P[9] * n2 * lmp + P[10] * sum_sqrt_hot
+        v = P[8] * ls + P[9] * lqs + P[10] * n2 * lmp + P[11] * sum_sqrt_hot
         if v < best:
             best, c = v, 3
         out[i] = c
