@@ -46,6 +46,7 @@ IMPLEMENTATIONS: dict[str, dict[str, str]] = {
         "qouter": "vigil.joins.strategies:QOuter",
         "douter": "vigil.joins.strategies:DOuter",
         "mj": "vigil.joins.strategies:MJ",
+        "dynamic": "vigil.joins.dynamic:Dynamic",
     },
     "quantiles": {
         "oracle": "vigil.quantiles.oracle:QuantileOracle",
