@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: demo test lint install clean
+.PHONY: demo test explore lint install clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ install: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
+
+# randomized hypothesis seeds (make test is derandomized, see tests/conftest.py); no Spark tests
+explore: $(STAMP)
+	VIGIL_HYPOTHESIS=explore $(BIN)/python -m pytest -q -p no:cacheprovider -m 'not slow and not bench'
 
 demo: $(STAMP)
 	$(BIN)/vigil demo
