@@ -7,7 +7,7 @@ with value >= cval, which is that tuple or, once it was merged away, the tuple i
 — the paper's "triggers hanging on t are moved to t'", at no cost when tuples merge) and deadline
 ``cdead``: the result stays valid while the stream has at most cdead elements (Theorem 4:
 cdead = N + floor(L) when chosen at size N). The trigger list is an indexed binary min-heap on
-cdead (``heap``, ``hpos``). The paper stores in each heap node the difference to its parent so that
+``ckey`` = cdead, or an earlier member deadline (below) (``heap``, ``hpos``). The paper stores in each heap node the difference to its parent so that
 "reduce every trigger by 1" is one decrement of the root; storing the absolute deadline N + L
 instead makes a new element cost one comparison of N with the root, the same O(1), and a fire
 O(log K).
@@ -31,10 +31,23 @@ Re-evaluation keeps the current value when it is still a result tuple whose L is
 neighbours of where it was (:func:`kept_lval`). Theorem 6's count of re-evaluations grows by at
 most the factor log(1 + x)/log(1 + keep*x).
 
-Each re-evaluation whose value differs from the cluster's previous value (or is forced: a query
-just joined it) is reported as (cluster, offset in batch, value); :func:`expand` turns these
-into per-query updates through the clusters' member lists (linked lists: merging two clusters
-splices their lists, O(1)), dropping a query's update when its last value is unchanged.
+Member deadlines (vigil's refinement, ``lazy``; the paper multicasts every cluster result to all
+its members). A cluster's interval is the intersection of its members' intervals, so when the
+cluster's value changes, a member's previous value is often still a valid answer for the
+member's own (wider) interval. The member walk (:func:`_members`, at each change of the
+cluster's value, in the kernel, with the summary exactly at that element) lets a member keep its
+value while Theorem 4 applied to the member's own (a, b) guarantees it (its deadline ``qdead``),
+and gives it the cluster's value (an update) otherwise. Such members sit at the front of the
+member list (the rest hold the cluster's value, valid until the cluster's deadline), the heap
+key of a cluster is min(its own deadline, its kept members' deadlines) (``ckey``), and a walk for
+a member deadline visits only that front part. A member keeps a value only if it stays valid at
+least ``keep`` times as long as the cluster's value, so kept values do not expire one by one.
+The messages (update events) are the paper's message number for the queries; measured in
+docs/experiments/quantiles.md (2.5x fewer on the uniform stream).
+
+The kernel writes per-query updates (qid, offset, value, previous value) in offset order;
+:func:`order_updates` orders each offset's updates by qid (a radix sort per offset, no global
+sort), so ``push`` returns them in (offset, qid) order.
 """
 
 from __future__ import annotations
@@ -45,7 +58,8 @@ import numpy as np
 from ._gk_kernels import INF_DEADLINE, best_tuple, compress, deadline, first_hit, lval, merge_sorted
 
 # meta slots
-M_M, M_N, M_NEXT, M_PERIOD, M_HSIZE, M_NOUT, M_EVALS, M_FIRES = range(8)
+M_M, M_N, M_NEXT, M_PERIOD, M_HSIZE, M_NOUT, M_EVALS, M_FIRES, M_CHANGES, M_WALKS, M_CHUNKS = range(11)
+META_SIZE = 11
 
 
 @numba.njit(cache=True, nogil=True)
@@ -144,8 +158,9 @@ def unpin(v, pin, m, u):
 
 
 @numba.njit(cache=True, nogil=True)
-def _evaluate(c, v, lo, hi, pin, m, n, eps, keep, need, ca, cb, cval, cdead, cforce, cat, first, off,
-              out_c, out_off, out_val, meta):
+def _evaluate(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, first, meta):
+    """Re-evaluate cluster c at size n (sets its value and deadline); True when its value changed
+    (or a new member forced a report)."""
     meta[M_EVALS] += 1
     cat[c] = n
     if first:
@@ -163,28 +178,145 @@ def _evaluate(c, v, lo, hi, pin, m, n, eps, keep, need, ca, cb, cval, cdead, cfo
             Lk = kept_lval(v, lo, hi, m, n, ca[c], cb[c], eps, cval[c])
             if Lk >= 0.0 and Lk >= keep * L:
                 cdead[c] = deadline(Lk, n)
-                return
+                return False
     cdead[c] = deadline(L, n)
     nv = v[i]
     if nv != cval[c] or cforce[c]:
         if not first:
             unpin(v, pin, m, cval[c])
             pin[_last_equal(v, m, nv)] += 1
-        k = meta[M_NOUT]
-        out_c[k] = c
-        out_off[k] = off
-        out_val[k] = nv
-        meta[M_NOUT] = k + 1
+        meta[M_CHANGES] += 1
         cval[c] = nv
         cforce[c] = False
+        return True
+    return False
 
 
 @numba.njit(cache=True, nogil=True)
-def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, ca, cb, cval, cdead, cforce, cat,
-            heap, hpos, out_c, out_off, out_val):
+def _members(c, v, lo, hi, m, n, eps, lazy, keep, horizon, full, cval, cdead, head, tail, nxt, prv, slot_qid, qa, qb,
+             qlast, qdead, off, out_q, out_off, out_val, out_prev, meta):
+    """Walk cluster c's members at size n: a member holding the cluster's value is valid until the
+    cluster's deadline; with ``lazy`` a member holding another value keeps it while that value is
+    provably valid for the member's own interval (its deadline, Theorem 4 on the member's
+    (a, b)) until at least ``horizon`` and for at least ``keep`` times as long as the cluster's
+    value (so that kept values do not expire one by one right away), else it takes the
+    cluster's value (an update). Members holding another value are kept at the front of the
+    member list, so a walk for their deadlines (``full`` False) stops at the first member holding
+    the cluster's value; ``full`` (the value changed) walks every member. Returns the smallest
+    deadline of the members that kept another value (INF_DEADLINE if none)."""
+    meta[M_WALKS] += 1
+    val = cval[c]
+    need = max(horizon, n + np.int64(keep * (min(cdead[c], n + (np.int64(1) << 40)) - n)))
+    sd = INF_DEADLINE
+    pu = np.nan
+    pp = -1
+    sh = -1  # chain of members keeping another value
+    st = -1
+    fh = -1  # chain of members holding the cluster's value
+    ft = -1
+    s = head[c]
+    while s >= 0 and (full or qlast[s] != val):
+        nx = nxt[s]
+        u = qlast[s]
+        fresh = True
+        if u != val:
+            ok = False
+            if lazy and u == u:
+                if u != pu:
+                    pu = u
+                    pp = np.searchsorted(v[:m], u)
+                if pp < m and v[pp] == u:
+                    L = lval(lo[pp], hi[pp], qa[s], qb[s], eps, n)
+                elif 0 < pp < m:
+                    L = lval(lo[pp - 1] + 1, hi[pp] - 1, qa[s], qb[s], eps, n)
+                else:
+                    L = -np.inf
+                if L >= 0.0:
+                    qdead[s] = max(qdead[s], deadline(L, n))
+                ok = qdead[s] >= need
+            if ok:
+                sd = min(sd, qdead[s])
+                fresh = False
+            else:
+                k = meta[M_NOUT]
+                out_q[k] = slot_qid[s]
+                out_off[k] = off
+                out_val[k] = val
+                out_prev[k] = u
+                meta[M_NOUT] = k + 1
+                qlast[s] = val
+        if fresh:
+            if ft >= 0:
+                nxt[ft] = s
+            else:
+                fh = s
+            prv[s] = ft
+            ft = s
+        else:
+            if st >= 0:
+                nxt[st] = s
+            else:
+                sh = s
+            prv[s] = st
+            st = s
+        s = nx
+    # relink: kept members, then the members that took the value, then the unvisited rest
+    rest = s
+    if ft >= 0:
+        nxt[ft] = rest
+        if rest >= 0:
+            prv[rest] = ft
+        else:
+            tail[c] = ft
+        rest = fh
+    if st >= 0:
+        nxt[st] = rest
+        if rest >= 0:
+            prv[rest] = st
+        else:
+            tail[c] = st
+        rest = sh
+    head[c] = rest
+    if rest >= 0:
+        prv[rest] = -1
+    else:
+        tail[c] = -1
+    return sd
+
+
+@numba.njit(cache=True, nogil=True)
+def _fire(c, v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead, head, tail,
+          nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev, meta, forced, horizon):
+    """Process cluster c at size n: re-evaluate it when its own deadline is before ``horizon`` (n,
+    or the next merge-period boundary when run early) or when ``forced`` (Algorithm 3's global
+    trigger, the naive baseline); walk its members when its value changed or a member's deadline
+    is before ``horizon``; its heap key becomes min(own deadline, members' deadlines)."""
+    changed = False
+    if forced or cdead[c] < horizon or cforce[c]:
+        meta[M_FIRES] += 1
+        changed = _evaluate(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, mode == 2, meta)
+    if changed or sdead[c] < horizon:
+        sdead[c] = _members(c, v, lo, hi, m, n, eps, lazy, keep, horizon, changed, cval, cdead, head, tail, nxt, prv,
+                            slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev, meta)
+    cat[c] = n
+    ckey[c] = min(cdead[c], sdead[c])
+
+
+@numba.njit(cache=True, nogil=True)
+def _any_expired(heap, cdead, size, n):
+    for t in range(size):
+        if cdead[heap[t]] < n:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, lazy, nlive, ca, cb, cval, cdead, cforce,
+            cat, ckey, sdead, heap, hpos, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, out_q, out_off, out_val,
+            out_prev):
     """Insert ``xs`` (see module doc). Returns (elements consumed, summary arrays swapped?).
     Stops early when the summary or the output arrays lack room (the caller grows them and calls
-    again with the rest)."""
+    again with the rest). The heap is keyed by ``ckey`` (a cluster's own deadline or its members')."""
     m = meta[M_M]
     n = meta[M_N]
     total = xs.shape[0]
@@ -193,15 +325,16 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, ca, c
     cap = v.shape[0]
     while p < total:
         size = meta[M_HSIZE]
-        if meta[M_NOUT] + 2 * size + 2 > out_c.shape[0]:
+        if meta[M_NOUT] + 2 * nlive + 2 > out_q.shape[0]:
             break
         c = min(total - p, meta[M_NEXT] - n)
         if m + c > cap:
             break
         if mode == 2:
             c = 1
-        elif size > 0 and cdead[heap[0]] < n + c:
-            c = max(cdead[heap[0]] + 1 - n, 1)
+        elif size > 0 and ckey[heap[0]] < n + c:
+            c = max(ckey[heap[0]] + 1 - n, 1)
+        meta[M_CHUNKS] += 1
         chunk = np.sort(xs[p:p + c])
         m = merge_sorted(v, lo, hi, pin, m, n, chunk, ov, olo, ohi, opin)
         v, ov = ov, v
@@ -221,64 +354,139 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, ca, c
         if size == 0:
             continue
         if mode == 0:
-            while size > 0 and cdead[heap[0]] < n:
+            while size > 0 and ckey[heap[0]] < n:
                 cl = heap[0]
-                meta[M_FIRES] += 1
-                _evaluate(cl, v, lo, hi, pin, m, n, eps, keep, 0.0, ca, cb, cval, cdead, cforce, cat, False, off,
-                          out_c, out_off, out_val, meta)
-                sift_down(heap, hpos, cdead, 0, size)
-        elif cdead[heap[0]] < n or mode == 2:
-            meta[M_FIRES] += 1
+                _fire(cl, v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
+                      head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev,
+                      meta, False, n)
+                sift_down(heap, hpos, ckey, 0, size)
+        elif ckey[heap[0]] < n or mode == 2:
+            # Algorithm 3: when the global trigger (the smallest cluster deadline) fires, every
+            # cluster is re-evaluated; a member deadline only walks its own cluster
+            glob = mode == 2 or _any_expired(heap, cdead, size, n)
             for t in range(size):
-                _evaluate(heap[t], v, lo, hi, pin, m, n, eps, keep, 0.0, ca, cb, cval, cdead, cforce, cat,
-                          mode == 2, off, out_c, out_off, out_val, meta)
+                _fire(heap[t], v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey,
+                      sdead, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val,
+                      out_prev, meta, glob, n)
             for t in range(size // 2 - 1, -1, -1):
-                sift_down(heap, hpos, cdead, t, size)
+                sift_down(heap, hpos, ckey, t, size)
         if boundary and mode != 2:
             # at a merge-period boundary (an absolute stream position, so the batch split never
-            # moves it), triggers that would fire inside the coming period are re-evaluated now,
-            # so that the period's chunk is cut as rarely as possible
-            nxt = meta[M_NEXT]
-            while cdead[heap[0]] < nxt:
+            # moves it), triggers that would fire inside the coming period are processed now, so
+            # that the period's chunk is cut as rarely as possible
+            nb = meta[M_NEXT]
+            while ckey[heap[0]] < nb:
                 cl = heap[0]
                 if cat[cl] == n:
                     break
-                meta[M_FIRES] += 1
-                _evaluate(cl, v, lo, hi, pin, m, n, eps, keep, 0.0, ca, cb, cval, cdead, cforce, cat, False, off,
-                          out_c, out_off, out_val, meta)
-                sift_down(heap, hpos, cdead, 0, size)
-                if mode == 1:  # Algorithm 3: the global trigger re-evaluates every cluster
+                glob = mode == 1 and cdead[cl] < nb
+                _fire(cl, v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
+                      head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev,
+                      meta, False, nb)
+                sift_down(heap, hpos, ckey, 0, size)
+                if glob:  # Algorithm 3: the global trigger re-evaluates every cluster
                     for t in range(size):
                         if cat[heap[t]] != n:
-                            _evaluate(heap[t], v, lo, hi, pin, m, n, eps, keep, 0.0, ca, cb, cval, cdead, cforce,
-                                      cat, False, off, out_c, out_off, out_val, meta)
+                            _fire(heap[t], v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, cforce,
+                                  cat, ckey, sdead, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q,
+                                  out_off, out_val, out_prev, meta, True, n)
                     for t in range(size // 2 - 1, -1, -1):
-                        sift_down(heap, hpos, cdead, t, size)
+                        sift_down(heap, hpos, ckey, t, size)
     meta[M_M] = m
     meta[M_N] = n
     return p, swapped
 
 
 @numba.njit(cache=True, nogil=True)
-def expand(out_c, out_off, out_val, nout, head, nxt, slot_qid, qlast, res_q, res_off, res_val, count_only):
-    """Per-query updates from cluster changes: each member whose last value differs gets one.
-    With count_only, only counts (qlast untouched)."""
-    k = 0
-    for j in range(nout):
-        c = out_c[j]
-        val = out_val[j]
-        s = head[c]
-        while s >= 0:
-            if count_only:
-                k += 1
-            elif qlast[s] != val:
-                res_q[k] = slot_qid[s]
-                res_off[k] = out_off[j]
-                res_val[k] = val
-                qlast[s] = val
-                k += 1
-            s = nxt[s]
-    return k
+def _argsort_keys(q):
+    """Stable argsort of int64 keys: insertion sort when short, else LSD radix sort on 11-bit
+    digits of q - min(q) (O(g) per digit; qids are small integers, so 1-3 digits)."""
+    g = q.shape[0]
+    idx = np.arange(g)
+    if g <= 32:
+        for i in range(1, g):
+            t = idx[i]
+            j = i - 1
+            while j >= 0 and q[idx[j]] > q[t]:
+                idx[j + 1] = idx[j]
+                j -= 1
+            idx[j + 1] = t
+        return idx
+    base = q.min()
+    span = q.max() - base
+    tmp = np.empty(g, np.int64)
+    cnt = np.empty(2049, np.int64)
+    shift = 0
+    while (span >> shift) > 0:
+        cnt[:] = 0
+        for i in range(g):
+            cnt[(((q[idx[i]] - base) >> shift) & 2047) + 1] += 1
+        for d in range(2048):
+            cnt[d + 1] += cnt[d]
+        for i in range(g):
+            d = ((q[idx[i]] - base) >> shift) & 2047
+            tmp[cnt[d]] = idx[i]
+            cnt[d] += 1
+        idx, tmp = tmp, idx
+        shift += 11
+    return idx
+
+
+@numba.njit(cache=True, nogil=True)
+def _grown(a, cap, k):
+    b = np.empty(cap, np.int64)
+    b[:k] = a[:k]
+    return b
+
+
+@numba.njit(cache=True, nogil=True)
+def _grownf(a, cap, k):
+    b = np.empty(cap, np.float64)
+    b[:k] = a[:k]
+    return b
+
+
+@numba.njit(cache=True, nogil=True)
+def order_updates(rq, ro, rv, rp, k):
+    """The kernel's updates (qid, offset, value, previous value), reported in offset order, as
+    (qids, offsets, values) in (offset, qid) order: each offset's updates are radix-sorted by qid
+    (registration order) on their own, so no global sort is needed. A query reported twice at one
+    offset (never expected) keeps its last value, dropped if it equals its value before."""
+    i = 0
+    w = 0
+    while i < k:
+        off = ro[i]
+        e = i
+        srt = True
+        while e + 1 < k and ro[e + 1] == off:
+            if rq[e + 1] <= rq[e]:
+                srt = False
+            e += 1
+        g = e + 1 - i
+        if srt:
+            if w != i:
+                rq[w:w + g] = rq[i:i + g]
+                ro[w:w + g] = ro[i:i + g]
+                rv[w:w + g] = rv[i:i + g]
+            w += g
+        else:
+            idx = _argsort_keys(rq[i:i + g])
+            tq = rq[i:i + g].copy()
+            tv = rv[i:i + g].copy()
+            tp = rp[i:i + g].copy()
+            t = 0
+            while t < g:
+                f = t
+                while f + 1 < g and tq[idx[f + 1]] == tq[idx[t]]:
+                    f += 1
+                if tv[idx[f]] != tp[idx[t]]:  # a value is never NaN; a previous value may be
+                    rq[w] = tq[idx[t]]
+                    ro[w] = off
+                    rv[w] = tv[idx[f]]
+                    w += 1
+                t = f + 1
+        i = e + 1
+    return rq[:w].copy(), ro[:w].copy(), rv[:w].copy()
 
 
 @numba.njit(cache=True, nogil=True)
@@ -294,4 +502,4 @@ def lookup_many(v, lo, hi, m, n, eps, phi, eps_q, out):
         out[i] = v[best_tuple(lo, hi, m, a, b, eps, n, m // 2)]
 
 
-__all__ = ["INF_DEADLINE", "expand", "heap_push", "heap_remove", "heap_update", "lookup_many", "process"]
+__all__ = ["INF_DEADLINE", "order_updates", "process", "heap_push", "heap_remove", "heap_update", "lookup_many"]

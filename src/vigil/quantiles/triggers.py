@@ -14,10 +14,11 @@ paper's workloads (predefined queries, or dynamic queries over the whole stream)
 Notify queries (``register(..., notify=True)``) are clustered (OQC, Algorithm 2, seeded with QC_A,
 Algorithm 1, when a batch of queries arrives before any cluster exists; SU: one cluster per
 query) and each cluster carries a trigger (:mod:`._trigger_kernels`). Their maintained value is
-the value of their cluster's result tuple; ``push`` returns an update (qid, offset, value) at the
-query's first element and whenever that value changes, sorted by (offset, qid). By Theorem 4 the
-value stays a valid answer, with rank within eps_q*N of phi*N over the query's window, until the
-trigger fires. A lookup of a notify query returns its maintained value in O(1); other queries are
+the value of their cluster's result tuple, or (``lazy``, the default) a previous value the query
+keeps while Theorem 4 on its own interval guarantees it (member deadlines, see the kernels'
+doc); ``push`` returns an update (qid, offset, value) at the query's first element and whenever
+that value changes, sorted by (offset, qid). By Theorem 4 the value stays a valid answer, with
+rank within eps_q*N of phi*N over the query's window, until its deadline. A lookup of a notify query returns its maintained value in O(1); other queries are
 answered on lookup from the summary (best tuple of their query interval, O(log m)).
 
 Sliding-window operators (``rows`` set) are :class:`vigil.quantiles.sliding.Sliding` instances
@@ -79,30 +80,32 @@ class Singletons:
 def _grow(a: np.ndarray, need: int, fill: Any) -> np.ndarray:
     if need <= len(a):
         return a
-    out = np.full(max(need, 2 * len(a)), fill, a.dtype)
+    out = np.full(max(need, 2 * len(a)), fill, a.dtype) if fill != 0 else np.zeros(max(need, 2 * len(a)), a.dtype)
     out[: len(a)] = a
     return out
 
 
 _CL = {"ca": (np.float64, 0.0), "cb": (np.float64, 0.0), "cval": (np.float64, np.nan),
        "cdead": (np.int64, 0), "cforce": (np.bool_, False), "cat": (np.int64, -1), "hpos": (np.int64, -1), "heap": (np.int64, -1),
-       "head": (np.int64, -1), "tail": (np.int64, -1)}
-_SL = {"slot_qid": (np.int64, -1), "nxt": (np.int64, -1), "prv": (np.int64, -1), "qlast": (np.float64, np.nan)}
+       "head": (np.int64, -1), "tail": (np.int64, -1), "ckey": (np.int64, 0), "sdead": (np.int64, int(T.INF_DEADLINE))}
+_SL = {"slot_qid": (np.int64, -1), "nxt": (np.int64, -1), "prv": (np.int64, -1), "qlast": (np.float64, np.nan),
+       "qa": (np.float64, 0.0), "qb": (np.float64, 1.0), "qdead": (np.int64, -1)}
 
 
 class Epoch:
     """One GK summary with its clusters, triggers and notify queries (see the module doc)."""
 
     def __init__(self, eps: float, mode: int, clustered: bool, offline: bool = True, keep: float = 0.5,
-                 offline_algo: str = "qc_a") -> None:
+                 offline_algo: str = "qc_a", lazy: bool = True) -> None:
         self.eps = eps
+        self.lazy = lazy and mode != 2
         self.keep = keep
         self.offline_algo = offline_algo
         self.mode = mode
         self.offline = offline and clustered
         self.clus: OQC | Singletons = OQC() if clustered else Singletons()
         period = compress_period(eps)
-        self.meta = np.zeros(8, np.int64)
+        self.meta = np.zeros(T.META_SIZE, np.int64)
         self.meta[T.M_NEXT] = self.meta[T.M_PERIOD] = period
         cap = 2 * period + 16
         self.v, self.ov = np.empty(cap), np.empty(cap)
@@ -117,7 +120,7 @@ class Epoch:
         self.nslots = 0
         self.pending: list[tuple[int, int, float, float]] = []
         self.nq = 0
-        self.out = (np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64))
+        self.out = (np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64), np.empty(64))
 
     # ---------------------------------------------------------------- queries
     @property
@@ -139,6 +142,7 @@ class Epoch:
         self.slot_qid[s] = qid
         self.nxt[s] = self.prv[s] = -1
         self.qlast[s] = np.nan
+        self.qa[s], self.qb[s], self.qdead[s] = a, b, -1
         self.pending.append((qid, s, a, b))
         return s
 
@@ -151,6 +155,7 @@ class Epoch:
             setattr(self, name, _grow(getattr(self, name), self.nslots, f))
         slots = np.arange(s0, s0 + k, dtype=np.int64)
         self.slot_qid[slots] = qids
+        self.qa[slots], self.qb[slots], self.qdead[slots] = a, b, -1
         self.pending.extend(zip(qids.tolist(), slots.tolist(), np.asarray(a).tolist(), np.asarray(b).tolist(),
                                 strict=True))
         return slots
@@ -165,10 +170,11 @@ class Epoch:
         self.ca[c], self.cb[c] = self.clus.a[c], self.clus.b[c]
         self.cval[c] = np.nan
         self.cforce[c] = False
-        self.cdead[c] = self.n
+        self.cdead[c] = self.ckey[c] = self.n
+        self.sdead[c] = T.INF_DEADLINE
         self.head[c] = self.tail[c] = -1
         h = int(self.meta[T.M_HSIZE])
-        self.meta[T.M_HSIZE] = T.heap_push(self.heap, self.hpos, self.cdead, h, c)
+        self.meta[T.M_HSIZE] = T.heap_push(self.heap, self.hpos, self.ckey, h, c)
 
     def _link(self, c: int, s: int) -> None:
         t = self.tail[c]
@@ -182,15 +188,15 @@ class Epoch:
     def _refire(self, c: int) -> None:
         """Force cluster c to be re-evaluated (and reported) at the next element."""
         self.cforce[c] = True
-        self.cdead[c] = self.n
-        T.heap_update(self.heap, self.hpos, self.cdead, int(self.meta[T.M_HSIZE]), c)
+        self.cdead[c] = self.ckey[c] = self.n
+        T.heap_update(self.heap, self.hpos, self.ckey, int(self.meta[T.M_HSIZE]), c)
 
     def _remove_cluster(self, c: int) -> None:
         if self.mode != 2:
             T.unpin(self.v, self.pin, self.m, self.cval[c])
         self.cval[c] = np.nan
         h = int(self.meta[T.M_HSIZE])
-        self.meta[T.M_HSIZE] = T.heap_remove(self.heap, self.hpos, self.cdead, h, c)
+        self.meta[T.M_HSIZE] = T.heap_remove(self.heap, self.hpos, self.ckey, h, c)
 
     def flush(self) -> None:
         """Cluster the pending registrations: QC_A when no cluster exists yet, else OQC."""
@@ -258,7 +264,7 @@ class Epoch:
 
     # ---------------------------------------------------------------- elements
     def push(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Insert x; returns the notify updates (qids, offsets, values) in kernel order."""
+        """Insert x; returns the notify updates (qids, offsets, values) in (offset, qid) order."""
         self.flush()
         self.meta[T.M_NOUT] = 0
         p = 0
@@ -272,15 +278,18 @@ class Epoch:
                     b = np.empty(2 * need, a.dtype)
                     b[:m] = a[:m]
                     setattr(self, k, b)
-            h = int(self.meta[T.M_HSIZE])
             k = int(self.meta[T.M_NOUT])
-            if k + 2 * h + 2 > len(self.out[0]):
-                self.out = tuple(_grow(o, 2 * (k + 2 * h + 2), 0) for o in self.out)
-            oc, oo, ov_ = self.out
+            nlive = self.nslots - len(self.free)
+            if k + 2 * nlive + 2 > len(self.out[0]):
+                self.out = tuple(_grow(o, 2 * (k + 2 * nlive + 2), 0) for o in self.out)
+            oq, oo, ov_, op_ = self.out
             before = k
             used, swapped = T.process(x[p:], self.v, self.lo, self.hi, self.pin, self.ov, self.olo, self.ohi,
-                                      self.opin, self.meta, self.eps, self.mode, self.keep, self.ca, self.cb,
-                                      self.cval, self.cdead, self.cforce, self.cat, self.heap, self.hpos, oc, oo, ov_)
+                                      self.opin, self.meta, self.eps, self.mode, self.keep, self.lazy, nlive,
+                                      self.ca, self.cb, self.cval, self.cdead, self.cforce, self.cat, self.ckey,
+                                      self.sdead, self.heap, self.hpos, self.head, self.tail, self.nxt, self.prv,
+                                      self.slot_qid, self.qa,
+                                      self.qb, self.qlast, self.qdead, oq, oo, ov_, op_)
             if swapped:
                 self.v, self.ov = self.ov, self.v
                 self.lo, self.olo = self.olo, self.lo
@@ -291,12 +300,7 @@ class Epoch:
         k = int(self.meta[T.M_NOUT])
         if k == 0:
             return _EMPTY
-        oc, oo, ov_ = self.out
-        cnt = T.expand(oc, oo, ov_, k, self.head, self.nxt, self.slot_qid, self.qlast,
-                       oc[:0], oo[:0], ov_[:0], True)
-        rq, ro, rv = np.empty(cnt, np.int64), np.empty(cnt, np.int64), np.empty(cnt)
-        got = T.expand(oc, oo, ov_, k, self.head, self.nxt, self.slot_qid, self.qlast, rq, ro, rv, False)
-        return rq[:got], ro[:got], rv[:got]
+        return T.order_updates(*self.out, k)
 
     def lookup(self, phi: np.ndarray, eps_q: np.ndarray) -> np.ndarray:
         out = np.empty(len(phi))
@@ -316,7 +320,7 @@ class Epoch:
         v, lo, hi = self.tuples()
         s = {"meta": self.meta.copy(), "v": v, "lo": lo, "hi": hi, "pin": self.pins(), "clus": self.clus.state(),
              "nslots": self.nslots, "free": np.array(self.free, np.int64), "nq": self.nq,
-             "mode": self.mode, "offline": self.offline, "keep": self.keep, "offline_algo": self.offline_algo, "eps": self.eps, "clustered": isinstance(self.clus, OQC)}
+             "mode": self.mode, "offline": self.offline, "keep": self.keep, "lazy": self.lazy, "offline_algo": self.offline_algo, "eps": self.eps, "clustered": isinstance(self.clus, OQC)}
         for k in (*_CL, *_SL):
             s[k] = getattr(self, k).copy()
         return s
@@ -324,9 +328,10 @@ class Epoch:
     @classmethod
     def from_state(cls, s: dict[str, Any]) -> Epoch:
         e = cls(float(s["eps"]), int(s["mode"]), bool(s["clustered"]), bool(s["offline"]), float(s["keep"]),
-                str(s["offline_algo"]))
+                str(s["offline_algo"]), bool(s.get("lazy", False)))
         e.clus = (OQC if s["clustered"] else Singletons).from_state(s["clus"])
-        e.meta = np.asarray(s["meta"], np.int64).copy()
+        e.meta = np.zeros(T.META_SIZE, np.int64)
+        e.meta[: len(s["meta"])] = s["meta"]
         m = len(s["v"])
         cap = m + int(e.meta[T.M_PERIOD]) + 16
         e.v, e.ov = np.empty(cap), np.empty(cap)
@@ -335,7 +340,16 @@ class Epoch:
         e.pin, e.opin = np.zeros(cap, np.int32), np.zeros(cap, np.int32)
         e.v[:m], e.lo[:m], e.hi[:m], e.pin[:m] = s["v"], s["lo"], s["hi"], s["pin"]
         for k in (*_CL, *_SL):
-            setattr(e, k, np.array(s[k]))
+            if k in s:
+                setattr(e, k, np.array(s[k]))
+        if "ckey" not in s:  # a snapshot from before member deadlines: members follow their cluster
+            e.ckey, e.sdead = e.cdead.copy(), np.full(len(e.cdead), T.INF_DEADLINE, np.int64)
+            e.qa, e.qb, e.qdead = np.zeros(len(e.nxt)), np.ones(len(e.nxt)), np.full(len(e.nxt), -1, np.int64)
+            for c in np.flatnonzero(e.head >= 0).tolist():
+                t = int(e.head[c])
+                while t >= 0:
+                    e.qa[t], e.qb[t] = e.ca[c], e.cb[c]
+                    t = int(e.nxt[t])
         e.nslots = int(s["nslots"])
         e.free = [int(x) for x in s["free"]]
         e.nq = int(s["nq"])
@@ -369,9 +383,10 @@ class TriggerQuantiles(QuantileOperator):
         self.stats = {"fires": 0, "evaluations": 0}
 
     offline_algo: ClassVar[str] = "qc_a"  # offline clustering of a batch of registrations (qc_a | qc_b)
+    lazy: ClassVar[bool] = True  # members keep a value still valid for their own interval (module doc)
 
     def _epoch(self) -> Epoch:
-        return Epoch(self.eps, self.mode, self.clustered, keep=self.keep, offline_algo=self.offline_algo)
+        return Epoch(self.eps, self.mode, self.clustered, keep=self.keep, offline_algo=self.offline_algo, lazy=self.lazy)
 
     def register_many(self, qids: np.ndarray, phi: np.ndarray, eps: np.ndarray, start: int = 0,
                       notify: bool = False) -> None:
@@ -462,7 +477,9 @@ class TriggerQuantiles(QuantileOperator):
         self.last_seq = int(seqs[-1])
         if not parts:
             return _EMPTY
-        q, o, v = (np.concatenate(c) for c in zip(*parts, strict=True)) if len(parts) > 1 else parts[0]
+        if len(parts) == 1:  # one epoch: already in (offset, qid) order
+            return parts[0]
+        q, o, v = (np.concatenate(c) for c in zip(*parts, strict=True))
         if len(q) > 1:
             span = int(q.max()) + 1
             order = np.argsort(o * span + q, kind="stable") if len(x) * span < 2**62 else np.lexsort((q, o))
