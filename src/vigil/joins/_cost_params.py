@@ -7,22 +7,22 @@ Shipped from: fit.json (config {'scale': 0.1, 'sizes': [10000, 20000, 30000, 400
 
 PARAMS = {
     'select': {
-        'join_first': {'alpha_J': 0.0192149, 'delta_J': 0.000180315, 'gamma_J': 0},
-        'select_first': {'alpha_S': 0, 'beta_S': 0.164711, 'gamma_S': 0.00372091},
-        'vanilla': {'alpha_V': 0.586844, 'gamma_V': 0.000649442},
-        'hotspot': {'alpha_H': 0.0860489, 'beta_H': 0, 'gamma_H': 0.368972, 'delta_H': 0},
+        'join_first': {'alpha_J': 0, 'delta_J': 0.000132932, 'gamma_J': 0.00640369, 'eta_J': 0.000303151},
+        'select_first': {'alpha_S': 0.00366306, 'beta_S': 0.269024, 'gamma_S': 0.00402998},
+        'vanilla': {'alpha_V': 0.473651, 'gamma_V': 1.65738e-05, 'eta_V': 0.00709113},
+        'hotspot': {'alpha_H': 0, 'beta_H': 0, 'gamma_H': 0.22942, 'delta_H': 0, 'eta_H': 0.00099848},
     },
     'window': {
-        'join_first': {'alpha_J': 0.0182682, 'delta_J': 0.000171498},
-        'select_first': {'alpha_S': 0, 'beta_S': 0.740792, 'gamma_S': 0.00730886},
-        'ssi': {'alpha_I': 0, 'beta_I': 0.0339179, 'delta_I': 0.00119724},
-        'hotspot': {'alpha_H': 0, 'beta_H': 0.0958769, 'delta_H': 0, 'gamma_H': 0, 'eps_H': 0.221856},
+        'join_first': {'alpha_J': 0.0240832, 'delta_J': 0.000218209},
+        'select_first': {'alpha_S': 0, 'beta_S': 0.874, 'gamma_S': 0.00814683},
+        'ssi': {'alpha_I': 0, 'beta_I': 0.0735484, 'delta_I': 0.0012273},
+        'hotspot': {'alpha_H': 0, 'beta_H': 0.117837, 'delta_H': 0, 'gamma_H': 0, 'eps_H': 0.272146},
     },
     'band': {
-        'ssi': {'alpha_I': 0, 'beta_I': 0.182665},
-        'qouter': {'alpha_Q': 3.41595, 'beta_Q': 0.00327874},
-        'douter': {'alpha_D': 0, 'beta_D': 0.456494},
-        'mj': {'beta_M': 0.0182657},
-        'hotspot': {'alpha_H': 15.0228, 'beta_H': 0, 'gamma_H': 0.0459849},
+        'ssi': {'alpha_I': 0, 'beta_I': 0.189008},
+        'qouter': {'alpha_Q': 7.04459, 'beta_Q': 0.00338548},
+        'douter': {'alpha_D': 1155.21, 'beta_D': 0.405142},
+        'mj': {'beta_M': 0.0186812},
+        'hotspot': {'alpha_H': 0, 'beta_H': 0.0809054, 'gamma_H': 0.0417192},
     },
 }

@@ -196,8 +196,7 @@ def route_select(key, x, kh, nh, sh, S, Q, QS, sum_sqrt_hot, P, out):
     """SJ-Dynamic's choice per tuple (§4.1) in one pass: the four cost formulas of
     vigil.joins.costs (select) on the histogram estimates. kh = (lo, w, counts) of the key
     histogram (w = 0: empty), nh / sh = (e0, w, h, n_left, n_right) of the n' / n'' histograms;
-    P = (alpha_J, delta_J, gamma_J, alpha_S, beta_S, gamma_S, alpha_V, gamma_V, alpha_H, beta_H, gamma_H,
-    delta_H). Writes 0..3 (join_first, select_first, vanilla, hotspot)."""
+    P = the select parameters in vigil.joins.costs.MODELS order. Writes 0..3 (join_first, select_first, vanilla, hotspot)."""
     klo, kw, kc = kh
     e0, w, h, nl, nr = nh
     se0, sw, shh, snl, snr = sh
@@ -210,15 +209,16 @@ def route_select(key, x, kh, nh, sh, S, Q, QS, sum_sqrt_hot, P, out):
         lmp = np.log2(1.0 + mp)
         n1 = _est_range(x[i], e0, w, h, nl, nr)
         n2 = _est_range(x[i], se0, sw, shh, snl, snr)
-        best = P[0] * ls + P[1] * mp * sq + P[2] * mp
+        an = min(1.0, mp)
+        best = P[0] * ls + P[1] * mp * sq + P[2] * mp + P[3] * n1 * lmp
         c = 0
-        v = P[3] * ls + P[4] * lq + P[5] * n1 * lmp
+        v = P[4] * ls + P[5] * lq * an + P[6] * n1 * lmp
         if v < best:
             best, c = v, 1
-        v = P[6] * ls + P[7] * Q * lmp
+        v = P[7] * ls + P[8] * Q * lmp + P[9] * n1 * lmp
         if v < best:
             best, c = v, 2
-        v = P[8] * ls + P[9] * lqs + P[10] * n2 * lmp + P[11] * sum_sqrt_hot
+        v = P[10] * ls + P[11] * lqs * an + P[12] * n2 * lmp + P[13] * sum_sqrt_hot * an + P[14] * max(n1 - n2, 0.0) * lmp
         if v < best:
             best, c = v, 3
         out[i] = c
