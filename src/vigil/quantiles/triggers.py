@@ -21,6 +21,14 @@ that value changes, sorted by (offset, qid). By Theorem 4 the value stays a vali
 rank within eps_q*N of phi*N over the query's window, until its deadline. A lookup of a notify query returns its maintained value in O(1); other queries are
 answered on lookup from the summary (best tuple of their query interval, O(log m)).
 
+Summary precision. Answers are served at max(eps_q, eps) (eps: ``--quantile-epsilon``), but an
+epoch's GK summary may run finer, at eps * ``summary_ratio`` (CASU: 0.25). The query interval
+(eq. (2)) is then [phi - e + eps_s, phi + e - eps_s] with e = max(eps_q, eps) and eps_s the
+summary's precision: a query asking for exactly eps gets an interval of width 1.5 eps instead of
+0 (by Theorem 6 a cluster with |I_Q| = 0 may fire at every element), so its result lasts longer;
+the summary is larger (m grows about 1/ratio times) but merged as rarely per element (its period
+1/(2 eps_s) grows alike). Measured in docs/experiments/quantiles.md.
+
 Sliding-window operators (``rows`` set) are :class:`vigil.quantiles.sliding.Sliding` instances
 (constructing any of these classes with ``rows`` returns one).
 """
@@ -384,9 +392,15 @@ class TriggerQuantiles(QuantileOperator):
 
     offline_algo: ClassVar[str] = "qc_a"  # offline clustering of a batch of registrations (qc_a | qc_b)
     lazy: ClassVar[bool] = True  # members keep a value still valid for their own interval (module doc)
+    summary_ratio: ClassVar[float] = 1.0  # the epochs' GK summaries run at eps * summary_ratio (module doc)
 
     def _epoch(self) -> Epoch:
-        return Epoch(self.eps, self.mode, self.clustered, keep=self.keep, offline_algo=self.offline_algo, lazy=self.lazy)
+        return Epoch(self._seps(), self.mode, self.clustered, keep=self.keep, offline_algo=self.offline_algo,
+                     lazy=self.lazy)
+
+    def _seps(self) -> float:
+        """The epochs' summary precision: ``summary_ratio`` times the served eps (module doc)."""
+        return self.eps * self.summary_ratio
 
     def register_many(self, qids: np.ndarray, phi: np.ndarray, eps: np.ndarray, start: int = 0,
                       notify: bool = False) -> None:
@@ -401,7 +415,7 @@ class TriggerQuantiles(QuantileOperator):
         if ep is None:
             ep = self.epochs[key] = self._epoch()
         if notify:
-            a, b = query_interval(phi, eps, self.eps)
+            a, b = query_interval(phi, np.maximum(eps, self.eps), self._seps())
             slots = ep.add_notify_many(qids, a, b).tolist()
         else:
             slots = [-1] * len(qids)
@@ -434,7 +448,7 @@ class TriggerQuantiles(QuantileOperator):
             ep = self.epochs[key] = self._epoch()
         slot = -1
         if notify:
-            a, b = query_interval(float(phi), float(eps), self.eps)
+            a, b = query_interval(float(phi), max(float(eps), self.eps), self._seps())
             slot = ep.add_notify(qid, a, b)
         ep.nq += 1
         self.q[qid] = (float(phi), float(eps), key, slot)
@@ -498,7 +512,7 @@ class TriggerQuantiles(QuantileOperator):
                 ep.flush()
                 out[i] = ep.qlast[slot]
             else:
-                out[i] = ep.lookup(np.array([phi]), np.array([e]))[0]
+                out[i] = ep.lookup(np.array([phi]), np.array([max(e, self.eps)]))[0]
         return out
 
     def summary(self, qid: int, n: int) -> np.ndarray:
