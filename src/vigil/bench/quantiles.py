@@ -18,9 +18,12 @@ Presets (``--scale F`` multiplies the paper's sizes; default 0.1):
   (elements/s, query-processing overhead over summary maintenance alone), the KLL re-answer peer on
   the same input, OQC's cluster count against QC_B's.
 
-Every processing result records ``extra``: fires (cluster re-evaluations triggered), evaluations,
-messages (update events), clusters, summary_seconds (GK maintenance alone on the same input) and
-overhead = seconds / summary_seconds - 1.
+Every processing result records ``extra``: fires (cluster re-evaluations triggered: the paper's
+message number, "the number of total times to reprocess clusters", also as paper_messages),
+evaluations, changes (cluster value changes), walks (member walks), chunks (summary insertions),
+messages (update events: vigil's per-query messages), clusters, summary_seconds (GK maintenance
+alone at eps on the same input) and overhead = seconds / summary_seconds - 1. The targets preset
+also times GK alone at eps/4, the precision CASU's summary runs at (summary_only_eps4).
 """
 
 from __future__ import annotations
@@ -116,7 +119,8 @@ def run_processing(algo: str, x: np.ndarray, phi: np.ndarray, eq: np.ndarray, ep
         summary_s = summary_seconds(x, eps, batch)
     step = max(1, len(curve_x) // 40)
     return Result(algo, secs, len(x), extra={
-        "fires": op.stats["fires"], "evaluations": op.stats["evaluations"], "messages": messages,
+        **{k: op.stats.get(k, 0) for k in ("fires", "evaluations", "changes", "walks", "chunks")},
+        "messages": messages, "paper_messages": op.stats.get("fires", 0),
         "clusters": op.cluster_count(), "summary_tuples": op.summary_size(), "queries": len(phi),
         "elements_per_s": len(x) / secs, "summary_seconds": summary_s, "overhead": secs / summary_s - 1,
         "curve": {"x": curve_x[::step], "per_op_us": [t / n * 1e6 for t, n in zip(curve_t[::step], curve_x[::step],
@@ -298,6 +302,8 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
                 r.algo = f"kll_reanswer/{kind}"
                 results.append(r)
                 results.append(Result(f"summary_only/{kind}", sec, n_x, extra={"stream": kind}))
+                results.append(Result(f"summary_only_eps4/{kind}", summary_seconds(x, EPS / 4), n_x,
+                                      extra={"stream": kind, "eps": EPS / 4}))
         if preset == "targets":
             from ..quantiles.clustering import qc_b, query_interval
             from ..quantiles.oqc import OQC

@@ -365,6 +365,10 @@ class Epoch:
 
 
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
+# counters: cluster re-evaluations by a trigger (the paper's message number: "times to reprocess
+# clusters"), re-evaluations, cluster value changes, member walks, inserted chunks
+_STATS = {"fires": T.M_FIRES, "evaluations": T.M_EVALS, "changes": T.M_CHANGES, "walks": T.M_WALKS,
+          "chunks": T.M_CHUNKS}
 
 
 class TriggerQuantiles(QuantileOperator):
@@ -388,7 +392,7 @@ class TriggerQuantiles(QuantileOperator):
         self.npushed = 0
         self.first_seq = -1
         self.last_seq = -1
-        self.stats = {"fires": 0, "evaluations": 0}
+        self.stats = dict.fromkeys(_STATS, 0)
 
     offline_algo: ClassVar[str] = "qc_a"  # offline clustering of a batch of registrations (qc_a | qc_b)
     lazy: ClassVar[bool] = True  # members keep a value still valid for their own interval (module doc)
@@ -479,10 +483,10 @@ class TriggerQuantiles(QuantileOperator):
             raise ValueError("NaN values are not elements (the engine rejects them)")
         parts = []
         for ep in self.epochs.values():
-            f0, e0 = int(ep.meta[T.M_FIRES]), int(ep.meta[T.M_EVALS])
+            before = ep.meta.copy()
             r = ep.push(x)
-            self.stats["fires"] += int(ep.meta[T.M_FIRES]) - f0
-            self.stats["evaluations"] += int(ep.meta[T.M_EVALS]) - e0
+            for k, slot in _STATS.items():
+                self.stats[k] += int(ep.meta[slot] - before[slot])
             if len(r[0]):
                 parts.append(r)
         if self.npushed == 0:
