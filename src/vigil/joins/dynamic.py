@@ -132,6 +132,7 @@ class Dynamic(JoinBase):
 
     def _queries_changed(self):
         self.stale = set(self.choices)
+        self._ready: set[str] = set()
         sc: dict = {"Q": len(self.q)}
         if self.kind == "band":
             tr = self.route["hotspot"].track
@@ -222,9 +223,9 @@ class Dynamic(JoinBase):
             kh.sync(self.sides[o].keys.view)
             if self._pvec is None:
                 self._pvec = np.array([self.params[c][p] for c, terms in MODELS["select"].items() for p, _ in terms])
-            return route_select(key, x, (kh.lo, 0.0 if kh.empty else kh.w, kh.counts),
-                                (nh.e0, nh.w, nh.h, float(nh.n_left), float(nh.n_right)),
-                                (sh.e0, sh.w, sh.h, float(sh.n_left), float(sh.n_right)),
+            return route_select(key, x, kh.lo, 0.0 if kh.empty else kh.w, kh.counts,
+                                nh.e0, nh.w, nh.h, float(nh.n_left), float(nh.n_right),
+                                sh.e0, sh.w, sh.h, float(sh.n_left), float(sh.n_right),
                                 float(len(self.sides[o].seqs)), float(self._scal["Q"]), float(sc["QS"]),
                                 sc["sum_sqrt_hot"], self._pvec, np.empty(len(key), np.int64))
         c = self.estimated_costs(side, key, x, t)
@@ -247,9 +248,21 @@ class Dynamic(JoinBase):
             outs.append(plan.probe(side, seqs, key, x, t, mode))
         return _merge(outs)
 
+    def _prepare(self, side) -> None:
+        """Build every plan's index for tuples arriving on ``side`` (the pre-compiled alternatives
+        of §4), at the first probe from that side after the queries changed, so that routing a
+        later tuple to another plan never pays an index build inside the stream."""
+        for c in self.choices:
+            plan = self._plan(c)
+            if hasattr(plan, "built") and side not in plan.built:
+                plan.built[side] = plan.build(side)
+        self._ready.add(side)
+
     def _probe(self, side, seqs, key, x, t, mode):
         """Route the batch; ``route_seconds`` accumulates estimating, choosing, splitting the
         batch by plan and merging the plans' outputs (everything but the plans' probes)."""
+        if side not in self._ready:
+            self._prepare(side)
         t0 = time.perf_counter()
         ch = self.choose(side, key, x, t)
         self.last_choice = ch

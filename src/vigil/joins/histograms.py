@@ -192,14 +192,11 @@ def _est_range(a, e0, w, h, n_left, n_right):
 
 
 @numba.njit(cache=True, nogil=True)
-def route_select(key, x, kh, nh, sh, S, Q, QS, sum_sqrt_hot, P, out):
+def route_select(key, x, klo, kw, kc, e0, w, h, nl, nr, se0, sw, shh, snl, snr, S, Q, QS, sum_sqrt_hot, P, out):
     """SJ-Dynamic's choice per tuple (§4.1) in one pass: the four cost formulas of
-    vigil.joins.costs (select) on the histogram estimates. kh = (lo, w, counts) of the key
-    histogram (w = 0: empty), nh / sh = (e0, w, h, n_left, n_right) of the n' / n'' histograms;
+    vigil.joins.costs (select) on the histogram estimates. (klo, kw, kc): lo, w, counts of the key
+    histogram (kw = 0: empty); (e0, w, h, nl, nr) / (se0, ...): the n' / n'' histograms;
     P = the select parameters in vigil.joins.costs.MODELS order. Writes 0..3 (join_first, select_first, vanilla, hotspot)."""
-    klo, kw, kc = kh
-    e0, w, h, nl, nr = nh
-    se0, sw, shh, snl, snr = sh
     ls = np.log2(2.0 + S)
     lq = np.log2(2.0 + Q)
     lqs = np.log2(2.0 + QS)
