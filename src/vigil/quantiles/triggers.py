@@ -93,6 +93,12 @@ def _grow(a: np.ndarray, need: int, fill: Any) -> np.ndarray:
     return out
 
 
+def _grow_empty(a: np.ndarray, k: int, cap: int) -> np.ndarray:
+    out = np.empty(cap, a.dtype)
+    out[:k] = a[:k]
+    return out
+
+
 _CL = {"ca": (np.float64, 0.0), "cb": (np.float64, 0.0), "cval": (np.float64, np.nan),
        "cdead": (np.int64, 0), "cforce": (np.bool_, False), "cat": (np.int64, -1), "hpos": (np.int64, -1), "heap": (np.int64, -1),
        "head": (np.int64, -1), "tail": (np.int64, -1), "ckey": (np.int64, 0), "sdead": (np.int64, int(T.INF_DEADLINE))}
@@ -288,8 +294,9 @@ class Epoch:
                     setattr(self, k, b)
             k = int(self.meta[T.M_NOUT])
             nlive = self.nslots - len(self.free)
-            if k + 2 * nlive + 2 > len(self.out[0]):
-                self.out = tuple(_grow(o, 2 * (k + 2 * nlive + 2), 0) for o in self.out)
+            if k + 2 * nlive + 2 > len(self.out[0]):  # grow the update buffers (no fill: only [:k] is used)
+                cap = 2 * (k + 2 * nlive + 2)
+                self.out = tuple(_grow_empty(o, k, cap) for o in self.out)
             oq, oo, ov_, op_ = self.out
             before = k
             used, swapped = T.process(x[p:], self.v, self.lo, self.hi, self.pin, self.ov, self.olo, self.ohi,
