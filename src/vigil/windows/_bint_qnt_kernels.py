@@ -10,7 +10,7 @@ Selection of the k-th smallest over the p sorted pieces of a lookup (the "greedy
 §3.3): repeat { pivot = the weighted median of the pieces' middle elements (weights = their active
 lengths); count the active elements < pivot and <= pivot in every piece by binary search; keep
 the side that holds rank k }. Every round discards >= 1/4 of the active elements, so a lookup is
-O(p log q log W) comparisons (p <= 2 log W pieces of length <= q); the last <= 512 active elements
+O(p log q log W) comparisons (p <= 2 log W pieces of length <= q); the last <= GATHER = 64 active elements
 are gathered and quickselected.
 """
 
@@ -89,7 +89,8 @@ def _upper(lq, lo, hi, x):  # first index in [lo, hi) with lq[i] > x
     return lo
 
 
-GATHER = 512  # at most this many active elements: gather them and quickselect
+GATHER = 64  # at most this many active elements: gather them and quickselect
+DIRECT_MAX = 512  # largest ``direct`` cut (the gather buffer)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -121,6 +122,26 @@ def _quickselect(a, n, k):
         else:
             return a[k]
     return a[k]
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_select(a, n, k):
+    """k-th smallest (0-based) of a[:n] by counting ranks: O(n^2) branch-free compares, faster than
+    quickselect for a handful of values (n <= SMALL)."""
+    for i in range(n):
+        x = a[i]
+        lt = 0
+        le = 0
+        for j in range(n):
+            y = a[j]
+            lt += y < x
+            le += y <= x
+        if lt <= k < le:
+            return x
+    return a[k]
+
+
+SMALL = 8
 
 
 @numba.njit(cache=True, nogil=True)
@@ -194,19 +215,38 @@ def _nonnull(lq, lo, hi):  # end of the non-NaN prefix of a sorted piece
 
 @numba.njit(cache=True, nogil=True)
 def qnt_lookup(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num, q_den, seqs, times, mask, V, m,
-               last_seq, lq, cap, out):
+               last_seq, lq, cap, vals, direct, out):
+    """QUANTILE LOOKUP of every qid. ``direct`` = 0: the §3.3 selection over the window's sorted
+    base-interval arrays. ``direct`` = d > 0 (<= GATHER; set by ``auto``, never by ``bint_qnt``
+    itself): a window of <= d elements gathers its non-null values from the raw value ring (one
+    contiguous run, instead of its p pieces scattered over the levels) and quickselects; the same
+    element is selected (the k-th smallest of the same multiset)."""
     lo = np.empty(128, np.int64)
     hi = np.empty(128, np.int64)
     less = np.empty(128, np.int64)
     leq = np.empty(128, np.int64)
     mv = np.empty(128, np.float64)
     mw = np.empty(128, np.int64)
-    tmp = np.empty(GATHER + 1, np.float64)
+    tmp = np.empty(max(GATHER, DIRECT_MAX) + 1, np.float64)
     for k in range(len(qids)):
         q = qids[k]
         a, b = window_bounds(q, n, t_now, time_based, q_left, q_right, q_start, seqs, times, mask, V, m, last_seq)
         if a > b:
             out[k] = np.nan
+            continue
+        if b - a < direct:
+            c = 0
+            for x in range(a, b + 1):
+                y = vals[x & mask]
+                if y == y:
+                    tmp[c] = y
+                    c += 1
+            if c == 0:
+                out[k] = np.nan
+            elif c <= SMALL:
+                out[k] = _count_select(tmp, c, quantile_rank(q_phi[q], q_num[q], q_den[q], c) - 1)
+            else:
+                out[k] = _quickselect(tmp, c, quantile_rank(q_phi[q], q_num[q], q_den[q], c) - 1)
             continue
         # decompose (a, b) into base-intervals, bottom-up (as B-INT)
         x0 = a - 1

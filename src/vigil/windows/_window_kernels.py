@@ -12,8 +12,9 @@ Layout shared by every ring operator (:mod:`vigil.windows._window_base`):
 
 Window bounds of a query (:func:`window_bounds`): rows ``[NL, NR]`` after element n = seqs in
 ``[max(n-NL+1, start+1), n-NR]``; time ``[TL, TR]`` = times in ``(t_now-TL, t_now-TR]`` with
-``start < seq <= n``. Each bound is found in O(1) when seqs have no gap (the position is guessed
-from the seq distance and checked), otherwise by binary search over the ring: O(log N_max).
+``start < seq <= n``. Each bound is found in O(1) when seqs have no gap (checked once per bound from the first and last
+valid seqs, which stay in cache: the position is the seq distance; with gaps the position is
+guessed from the seq distance and checked), otherwise by binary search over the ring: O(log N_max).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def first_seq_ge(seqs, mask, V, m, last_seq, s):
     """First valid position whose seq >= s (m + 1 if none)."""
     if V > m or last_seq < s:
         return m + 1
+    s_v = seqs[V & mask]
+    if last_seq - s_v == m - V:  # no seq gap in V..m: position = V + seq distance, no random read
+        return V if s <= s_v else V + (s - s_v)
     g = m - (last_seq - s)
     if g >= V and seqs[g & mask] == s:
         return g

@@ -28,6 +28,9 @@ from ._window_base import RingOperator
 class BIntQnt(RingOperator):
     name = "bint_qnt"
     aggs = ("quantile",)
+    # windows of <= direct elements: quickselect over the raw value ring (see _bint_qnt_kernels.
+    # qnt_lookup); 0 = always the §3.3 selection (``bint_qnt``); ``auto`` sets auto.QUANTILE_DIRECT
+    direct = 0
 
     def _alloc(self, cap: int) -> None:
         self.levels = cap.bit_length() - 2  # widths up to cap/2
@@ -43,4 +46,4 @@ class BIntQnt(RingOperator):
     def _lookup_into(self, qids, n, t_now, out) -> None:
         qnt_lookup(qids, n, t_now, self.time_based, self.q_left, self.q_right, self.q_start, self.q_phi,
                    self.q_num, self.q_den, self.seqs, self.times, self.mask, self.V, self.m, self.last_seq,
-                   self.lq, self.cap, out)
+                   self.lq, self.cap, self.vals, self.direct, out)
