@@ -189,3 +189,27 @@ def test_numba_select_route_equals_cost_models():
         fast = op.choose("left", key, x, np.full(500, np.nan))
         slow = np.argmin(op.estimated_costs("left", key, x, np.full(500, np.nan)), axis=1)
         assert np.mean(fast == slow) > 0.99  # float ties aside
+
+
+@given(iv=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 30)), min_size=1, max_size=30),
+       k=st.integers(1, 12), total=st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_hist_ssi_exact_with_enough_buckets_and_bounded_otherwise(iv, k, total):
+    """HIST-SSI (App. B) equals f_I when every half has a bucket per break point; with fewer
+    buckets its values stay within [0, |I|] and it has O(k + tau) pieces; HIST-EQW's mass is the
+    intervals' total covered length."""
+    from vigil.joins.hist_ssi import hist_eqw, hist_ssi, stab_counts
+    from vigil.joins.partition import stabbing_number
+
+    lo = np.array([a for a, _ in iv], np.float64)
+    hi = lo + np.array([b for _, b in iv], np.float64)
+    x = np.arange(-2, 95) + 0.5
+    assert np.allclose(hist_ssi(lo, hi, 4 * len(lo) * len(lo), total_weights=total).estimate(x), stab_counts(lo, hi, x))
+    h = hist_ssi(lo, hi, k, total_weights=total)
+    est = h.estimate(x)
+    assert est.min() >= -1e-9 and est.max() <= len(lo) + 1e-9
+    assert h.pieces <= 2 * (k + 2 * stabbing_number(lo, hi))
+    if hi.max() > lo.min():
+        e = hist_eqw(lo, hi, k)
+        w = (hi.max() - lo.min()) / k
+        assert np.isclose(e.values[:-1].sum() * w, (hi - lo).sum())

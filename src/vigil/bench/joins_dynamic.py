@@ -334,13 +334,17 @@ def run_hist(out: str | Path = "results/joins_appB.json", n: int = 100_000, seed
             hs = hist_ssi(lo, hi, k)
             t_ssi = time.perf_counter() - t0
             t0 = time.perf_counter()
+            ht = hist_ssi(lo, hi, k, total_weights=True)
+            t_tot = time.perf_counter() - t0
+            t0 = time.perf_counter()
             he = hist_eqw(lo, hi, k, span)
             t_eqw = time.perf_counter() - t0
-            for algo, h, secs in (("hist_ssi", hs, t_ssi), ("hist_eqw", he, t_eqw)):
+            for algo, h, secs in (("hist_ssi", hs, t_ssi), ("hist_ssi_total", ht, t_tot), ("hist_eqw", he, t_eqw)):
                 err = mean_relative_error(h, lo, hi, x)
                 results.append(Result(algo, secs, len(lo), extra={"point": {"set": name, "buckets": k}, "tau": tau,
                                                                   "error": err, "pieces": h.pieces}))
-            console.log(f"appB {name} (tau={tau}) k={k}: HIST-SSI {results[-2].extra['error']:.3f} "
+            console.log(f"appB {name} (tau={tau}) k={k}: HIST-SSI {results[-3].extra['error']:.3f} "
+                        f"(weights 1/f_I^2: {results[-2].extra['error']:.3f}) "
                         f"({hs.pieces} buckets, {t_ssi:.2f} s), HIST-EQW {results[-1].extra['error']:.3f}")
     doc = result_doc("joins", "appB", {"n": n, "seed": seed, "queries": 5000}, results)
     write_json(out, doc)
@@ -351,7 +355,7 @@ def run_hist(out: str | Path = "results/joins_appB.json", n: int = 100_000, seed
 
     fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.2), dpi=80)
     for ax, name in zip(axes, sets, strict=True):
-        for i, a in enumerate(("hist_ssi", "hist_eqw")):
+        for i, a in enumerate(("hist_ssi", "hist_ssi_total", "hist_eqw")):
             pts = [(r.extra["pieces"], r.extra["error"]) for r in results if r.algo == a and r.extra["point"]["set"] == name]
             ax.plot(*zip(*pts, strict=True), marker="o", color=f"C{i}", label=a)
         ax.set_xlabel("buckets")

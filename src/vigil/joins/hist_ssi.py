@@ -17,6 +17,12 @@ density over a grid is given.
 
 Cost: O(n log n) for the partition's sort, then O(n + k iters) for the k-means over all groups
 (O(n) per iteration); query O(log k) (binary search over the break points). Space O(k).
+Measured (``vigil bench joins --preset appB``, docs/experiments/joins.md): on the paper's
+interval workload and on our fig12 rangeA's, HIST-SSI is NOT better than HIST-EQW here (mean
+relative error 0.41-0.79 with the group-relative weights of App. B, 0.14-0.27 with weights
+relative to f_I (``total_weights``), against 0.02-0.14 for HIST-EQW at 20-100 buckets), so the
+router keeps the equi-width histograms (which also update incrementally).
+
 HIST-EQW: k equal buckets over the span, each holding the average of f over it (every interval
 adds the fraction of the bucket it covers): O(n + k) build with a difference array.
 """
@@ -54,11 +60,14 @@ def _kmeans_1d(y: np.ndarray, w: np.ndarray, k: int, iters: int = 25) -> tuple[n
     return starts, c
 
 
-def _half(xs: np.ndarray, ys: np.ndarray, right_end: float, k: int, phi) -> list[tuple[float, float, float]]:
+def _half(xs: np.ndarray, ys: np.ndarray, right_end: float, k: int, phi, f_all=None) -> list[tuple[float, float, float]]:
     """Pieces (start, end, value) approximating the step function equal to ys[l] on
-    [xs[l], xs[l+1]) (xs[m] = right_end) with k buckets (weighted k-means, Lemma 5)."""
+    [xs[l], xs[l+1]) (xs[m] = right_end) with k buckets (weighted k-means, Lemma 5). Weights
+    phi / y^2 (the group's own relative error, as App. B), or phi / f_I^2 with ``f_all`` (the
+    error relative to the whole set's count, which is what an estimate of f_I is judged by)."""
     ends = np.r_[xs[1:], right_end]
-    w = phi(xs, ends) / np.maximum(ys, 1.0) ** 2
+    ref = ys if f_all is None else f_all((xs + ends) / 2)
+    w = phi(xs, ends) / np.maximum(ref, 1.0) ** 2
     order = np.argsort(ys, kind="stable")  # k-means on the values; buckets are contiguous in x as f is monotone
     starts, c = _kmeans_1d(ys[order], w[order], k)
     lab = np.empty(len(ys), np.int64)
@@ -111,13 +120,20 @@ class StepHistogram:
         return len(self.breaks) - 1
 
 
-def hist_ssi(lo: np.ndarray, hi: np.ndarray, k: int, phi=None) -> StepHistogram:
-    """HIST-SSI with about k buckets (each group's two halves get >= 1 bucket each)."""
+def hist_ssi(lo: np.ndarray, hi: np.ndarray, k: int, phi=None, total_weights: bool = False) -> StepHistogram:
+    """HIST-SSI with about k buckets (each group's two halves get >= 1 bucket each);
+    ``total_weights``: k-means weights relative to f_I rather than to the group's f_{I_i}."""
     lo = np.asarray(lo, np.float64)
     hi = np.asarray(hi, np.float64)
     if not len(lo):
         return StepHistogram.from_pieces([])
     phi = phi or _uniform(float(lo.min()), float(hi.max()))
+    f_all = None
+    if total_weights:
+        slo, shi = np.sort(lo), np.sort(hi)
+
+        def f_all(x):
+            return (np.searchsorted(slo, x, "right") - np.searchsorted(shi, x, "left")).astype(np.float64)
     grp, pts = canonical_partition(lo, hi)
     n = len(lo)
     order = np.argsort(grp, kind="stable")
@@ -128,11 +144,11 @@ def hist_ssi(lo: np.ndarray, hi: np.ndarray, k: int, phi=None) -> StepHistogram:
         kg = max(2, int(round(k * len(idx) / n)))
         p = float(pts[g])
         ul, cl = np.unique(lo[idx], return_counts=True)  # left half: #(lo <= x) on [ul_l, ul_{l+1}), up to p
-        pieces += _half(ul, np.cumsum(cl).astype(np.float64), np.nextafter(p, np.inf), kg // 2, phi)
+        pieces += _half(ul, np.cumsum(cl).astype(np.float64), np.nextafter(p, np.inf), kg // 2, phi, f_all)
         uh, ch = np.unique(hi[idx], return_counts=True)  # right half: #(hi >= x) on (p, uh_l]
         ys = (len(idx) - np.r_[0, np.cumsum(ch)[:-1]]).astype(np.float64)
         starts = np.nextafter(np.r_[p, uh[:-1]], np.inf)
-        pieces += _half(starts, ys, float(np.nextafter(uh[-1], np.inf)), kg - kg // 2, phi)
+        pieces += _half(starts, ys, float(np.nextafter(uh[-1], np.inf)), kg - kg // 2, phi, f_all)
     return StepHistogram.from_pieces(pieces)
 
 
