@@ -52,3 +52,40 @@ def test_auto_quantile_direct_equals_pieces(seed: int, gaps: bool) -> None:
     again = Auto.from_state(st)
     assert again._sub("main").direct == auto_mod.QUANTILE_DIRECT
     np.testing.assert_array_equal(again.lookup(np.arange(n_q), seq), ops[2].lookup(np.arange(n_q), seq))
+
+
+@pytest.mark.parametrize("agg", ["min", "max"])
+def test_auto_minmax_routes_lint_bint_deque(agg: str) -> None:
+    """Suffix windows on the deque, historical ones on L-INT while they fit LINT_GAMMA parts, the
+    rest on B-INT; registrations, terminations and a restore between pushes; same answers as
+    materialize_none."""
+    rng = np.random.default_rng(7)
+    op, ref = Auto(agg, False), MaterializeNone(agg, False)
+    widths = [3, 5, 40, 70, 300, 9, 1, 2]  # classes 2, 4, 32, 64, 256, 8, 1, 2
+    qid, seq, alive = 0, 0, []
+    for rnd in range(8):
+        for _ in range(4):
+            w = widths[(qid * 3) % len(widths)]
+            nr = 0 if qid % 3 == 0 else int(rng.integers(1, 50))
+            for o in (op, ref):
+                o.register(qid, _spec(qid, agg, nr + w, nr), seq)
+            alive.append(qid)
+            qid += 1
+        if rnd % 3 == 2:
+            dead = alive.pop(int(rng.integers(0, len(alive))))
+            op.terminate(dead)
+            ref.terminate(dead)
+        k = int(rng.integers(1, 400))
+        vals = np.round(rng.normal(size=k), 1)
+        vals[rng.random(k) < 0.1] = np.nan
+        seqs = seq + np.cumsum(rng.integers(1, 3, size=k))
+        seq = int(seqs[-1])
+        op.push(vals, seqs, None)
+        ref.push(vals, seqs, None)
+        if rnd == 4:
+            op = Auto.from_state(op.state())
+        q = np.array(alive)[rng.integers(0, len(alive), size=300)]
+        np.testing.assert_array_equal(op.lookup(q, seq), ref.lookup(q, seq))
+    assert set(op.subs) == {"main", "hist", "lint"}
+    assert len(op.subs["lint"].part_w) == auto_mod.LINT_GAMMA
+    assert set(np.unique(op.route[alive]).tolist()) == {0, 1, 2}

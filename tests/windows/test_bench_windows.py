@@ -13,7 +13,7 @@ from vigil.bench.windows import run_preset
 @pytest.mark.parametrize(("preset", "algos"), [
     ("fig9", ["rint_sum", "bint_sum", "materialize_all_sum", "duckdb_sum", "bottleneck_sum"]),
     ("fig10", ["rint_sum", "slickdeque_max"]),
-    ("fig11", ["bint_max", "auto_max", "duckdb_max"]),
+    ("fig11", ["bint_max", "auto_max", "auto_quantile", "duckdb_max"]),
 ])
 def test_preset_smoke(tmp_path, preset, algos):
     out = tmp_path / f"{preset}.json"

@@ -66,7 +66,8 @@ PRESETS: dict[str, Preset] = {
                     "millions of updates per second; R-INT and B-INT flat in N_max, B-INT-QNT slower "
                     "(O(log N_max) per update)"),
     "fig11": Preset("fig11", "Fig. 11: lookup rate vs W (N_max = 100,000)",
-                    ("rint_sum", "bint_max", "slickdeque_max", "auto_max", "bint_qnt_quantile", "psoup_max",
+                    ("rint_sum", "auto_sum", "bint_max", "slickdeque_max", "lint_max", "auto_max", "bint_qnt_quantile",
+                     "auto_quantile", "psoup_max",
                      "duckdb_sum", "duckdb_max", "duckdb_quantile", "bottleneck_sum", "bottleneck_max"),
                     "R-INT ~10^7 lookups/s at every W; B-INT falls slowly with log W; B-INT-QNT ~22,000/s at "
                     "W = 100,000"),

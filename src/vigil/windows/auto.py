@@ -4,14 +4,16 @@ docs/experiments/windows.md):
 
 * SUM, COUNT, AVG (subtractable): R-INT (§3.2): O(1) update, O(1) lookup, O(N_max) space;
 * MIN, MAX: suffix windows on :data:`MINMAX_SUFFIX` (B-INT or the SlickDeque-style deque,
-  whichever the benchmark measured faster), historical windows on B-INT (§3.1.1); the second
-  structure is created only when the group's first query of that kind registers (it sees the
-  elements from then on, which is all a query registered then may count);
+  whichever the benchmark measured faster); historical rows windows on L-INT (§3.1.2: O(1) lookup,
+  two reads) while their widths fall in at most :data:`LINT_GAMMA` of its parts (space
+  O(gamma N_max), update O(gamma)), the others and historical time windows on B-INT (§3.1.1); a
+  further structure is created only when the group's first query routed to it registers (it sees
+  the elements from then on, which is all a query registered then may count);
 * QUANTILE: B-INT-QNT (§3.3); windows of <= :data:`QUANTILE_DIRECT` elements are answered by a
   quickselect over the raw value ring inside the same batch kernel (cheaper than gathering their
   scattered pieces; the same element is selected).
 
-Bounds: those of the chosen algorithm(s); at most two structures per group.
+Bounds: those of the chosen algorithm(s); at most three structures per group (MIN/MAX).
 """
 
 from __future__ import annotations
@@ -24,17 +26,24 @@ import numpy as np
 from . import WindowOperator
 from .bint import BInt
 from .bint_qnt import BIntQnt
+from .lint import LInt
 from .rint import RInt
 from .slickdeque import SlickDeque
 
 # MIN/MAX over suffix windows: "slickdeque" or "bint" (set from the fig10/fig11 measurements)
 MINMAX_SUFFIX = "slickdeque"
+# historical MIN/MAX rows windows go to L-INT while they need at most this many L-INT parts
+# (fig11 workload, N_max = 1e5, batch 10,000, load ~4.7: L-INT 6.5-7.2e7 lookups/s at W = 1..1000,
+# B-INT 0.64-2.1e7); wider spreads of widths go to B-INT (O(N_max) space, O(1) update whatever
+# the widths)
+LINT_GAMMA = 2
 # QUANTILE windows of <= this many elements: quickselect over the raw value ring instead of the
 # §3.3 selection over scattered sorted pieces (measured at N_max = 1e5, batches of 10,000, load ~2:
 # W = 1: 3.4e7 vs 6.4e6 lookups/s; W = 10: 5.1e6 vs 3.9e6; W = 30: equal; W = 100: the pieces win)
 QUANTILE_DIRECT = 16
 
-_CLASSES = {"rint": RInt, "bint": BInt, "bint_qnt": BIntQnt, "slickdeque": SlickDeque}
+_CLASSES = {"rint": RInt, "bint": BInt, "bint_qnt": BIntQnt, "slickdeque": SlickDeque, "lint": LInt}
+_SUBS = ("main", "hist", "lint")  # route code -> sub name
 
 
 class Auto(WindowOperator):
@@ -43,7 +52,7 @@ class Auto(WindowOperator):
     def __init__(self, agg: str, time_based: bool) -> None:
         super().__init__(agg, time_based)
         self.subs: dict[str, Any] = {}
-        self.route = np.zeros(0, np.int8)  # qid -> 0 (main) / 1 (historical min/max)
+        self.route = np.zeros(0, np.int8)  # qid -> 0 (main) / 1 (B-INT, historical) / 2 (L-INT, historical)
         self.minmax_suffix = MINMAX_SUFFIX
 
     def _main_name(self) -> str:
@@ -55,14 +64,20 @@ class Auto(WindowOperator):
 
     def _sub(self, which: str) -> Any:
         if which not in self.subs:
-            name = self._main_name() if which == "main" else "bint"
+            name = self._main_name() if which == "main" else ("bint" if which == "hist" else "lint")
             self.subs[which] = _tuned(_CLASSES[name](self.agg, self.time_based))
         return self.subs[which]
 
     def _which(self, spec: Any) -> str:
         if self.agg in ("min", "max") and self._main_name() == "slickdeque":
-            right = (spec.time if self.time_based else spec.rows)[1]
-            return "hist" if right > 0 else "main"
+            left, right = spec.time if self.time_based else spec.rows
+            if right <= 0:
+                return "main"
+            if not self.time_based and LINT_GAMMA > 0:
+                lint = self.subs.get("lint")
+                if lint is None or lint.part_of(int(left - right)) in lint.part_w or len(lint.part_w) < LINT_GAMMA:
+                    return "lint"
+            return "hist"
         return "main"
 
     def register(self, qid: int, spec: Any, start: int = 0) -> None:
@@ -72,12 +87,12 @@ class Auto(WindowOperator):
             r = np.zeros(max(qid + 1, 2 * len(self.route), 16), np.int8)
             r[: len(self.route)] = self.route
             self.route = r
-        self.route[qid] = 1 if which == "hist" else 0
+        self.route[qid] = _SUBS.index(which)
 
     def terminate(self, qid: int) -> None:
         qid = int(qid)
         if qid < len(self.route):
-            self.subs.get("hist" if self.route[qid] else "main", _NoOp).terminate(qid)
+            self.subs.get(_SUBS[self.route[qid]], _NoOp).terminate(qid)
 
     def alive(self) -> int:
         return sum(s.alive() for s in self.subs.values())
@@ -88,20 +103,23 @@ class Auto(WindowOperator):
 
     def lookup(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> np.ndarray:
         q = np.ascontiguousarray(qids, dtype=np.int64)
-        if "hist" not in self.subs:
-            if "main" not in self.subs:
-                if len(q):
-                    raise KeyError(f"qid {int(q[0])} is not registered")
-                return np.empty(0)
-            return self.subs["main"].lookup(q, n, t_now)
-        if len(q) and (q.min() < 0 or q.max() >= len(self.route)):
+        if len(self.subs) == 1:
+            return next(iter(self.subs.values())).lookup(q, n, t_now)
+        if not self.subs or not len(q):
+            if len(q):
+                raise KeyError(f"qid {int(q[0])} is not registered")
+            return np.empty(0)
+        if q.min() < 0 or q.max() >= len(self.route):
             raise KeyError("qid is not registered")
-        h = self.route[q] == 1
+        r = self.route[q]
+        lo, hi = int(r.min()), int(r.max())
+        if lo == hi:  # one structure serves the whole batch
+            return self._sub(_SUBS[lo]).lookup(q, n, t_now)
         out = np.empty(len(q), np.float64)
-        if h.any():
-            out[h] = self.subs["hist"].lookup(q[h], n, t_now)
-        if not h.all():
-            out[~h] = self._sub("main").lookup(q[~h], n, t_now)
+        for code in range(lo, hi + 1):
+            h = r == code
+            if h.any():
+                out[h] = self._sub(_SUBS[code]).lookup(q[h], n, t_now)
         return out
 
     def nbytes(self) -> int:

@@ -57,9 +57,14 @@ class LInt(RingOperator):
     def _struct_nbytes(self) -> int:
         return self.sufv.nbytes + self.sufc.nbytes + self.prev.nbytes + self.prec.nbytes
 
+    @staticmethod
+    def part_of(width: int) -> int:
+        """W_min of the part that serves windows of ``width`` elements."""
+        return 1 << (int(width).bit_length() - 1)
+
     def _check_query(self, spec: Any) -> None:
         left, right = spec.rows
-        w = 1 << (int(left - right).bit_length() - 1)
+        w = self.part_of(int(left - right))
         if w not in self.part_w:  # a new part: fresh arrays for it, the others keep their content
             old = (self.sufv, self.sufc, self.prev, self.prec, self.poff, self.pnl, self.pw, len(self.part_w))
             self.part_w.append(w)
