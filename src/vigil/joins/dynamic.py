@@ -97,6 +97,8 @@ class Dynamic(JoinBase):
     def params(self, p: dict) -> None:
         self._params = p
         self._pvec = None
+        self._band_state: tuple | None = None
+        self._band_choice = 0
 
     # ------------------------------------------------------------------ queries
 
@@ -217,6 +219,13 @@ class Dynamic(JoinBase):
         """The plan (index into ``choices``) of lowest estimated cost for each tuple."""
         if self.force is not None:
             return np.full(len(key), self.choices.index(self.force), np.int64)
+        if self.kind == "band":  # tuple-independent costs (Theorem 2): one choice per (|S|, queries) state
+            st = (len(self.sides[_other(side)].seqs), self._scal["Q"], self._scal["tau"], self._scal["hot"],
+                  self._scal["QS"])
+            if st != self._band_state:
+                c = costs("band", self.params, features("band", self.stats(side, key[:1], x[:1], t[:1])), 1, self.choices)
+                self._band_state, self._band_choice = st, int(np.argmin(c[0]))
+            return np.full(len(key), self._band_choice, np.int64)
         if self.kind == "select":  # one numba pass (no per-tuple Python, few per-batch numpy calls)
             o = _other(side)
             kh, nh, sh, sc = self.keyhist[o], self.nhist[side], self.shist[side], self._scal[side]
