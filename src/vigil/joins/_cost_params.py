@@ -15,8 +15,8 @@ PARAMS = {
     'window': {
         'join_first': {'alpha_J': 0.0240832, 'delta_J': 0.000218209},
         'select_first': {'alpha_S': 0, 'beta_S': 0.874, 'gamma_S': 0.00814683},
-        'ssi': {'alpha_I': 0, 'beta_I': 0.0735484, 'delta_I': 0.0012273},
-        'hotspot': {'alpha_H': 0, 'beta_H': 0.117837, 'delta_H': 0, 'gamma_H': 0, 'eps_H': 0.272146},
+        'ssi': {'alpha_I': 0, 'beta_I': 0.0145733, 'delta_I': 0.00122977},
+        'hotspot': {'alpha_H': 0, 'beta_H': 0.0233144, 'delta_H': 0, 'gamma_H': 0, 'eps_H': 0.272423},
     },
     'band': {
         'ssi': {'alpha_I': 0, 'beta_I': 0.189008},

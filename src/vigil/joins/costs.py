@@ -16,8 +16,10 @@ select joins (§4.1, the paper's four formulas; R-tree lookups priced sqrt(n); [
 window joins (§4.2, Theorem 4; m_b partners inside w_max, m̄_b their skyline points):
   join_first   a log|S| + d m_b sqrt|Q|
   select_first a log|S| + b log|Q| + g n' log m'
-  ssi          a log|S| + c m_b + d m̄_b sqrt|Q|
-  hotspot      a log|S| + c m_b + d m̄_b^H sqrt|Q^H| + b log|Q^S| + g n'' log m'
+  ssi          a log|S| + c m' + d m̄_b sqrt|Q|
+  hotspot      a log|S| + c m' + d m̄_b^H sqrt|Q^H| + b log|Q^S| + g n'' log m'
+  (c m', not Theorem 4's m_b: our WJ-SSI recomputes the skylines in one pass over the key's
+  whole block at every probe, see window.py)
 band joins (§4.2, Theorem 2; tuple-independent: |Q|, |S|, tau, hotspots):
   ssi a log|S| + b tau log|S|;  qouter a log|S| + b |Q| log|S|;  douter a log|S| + b |S| log|Q|;
   mj b (|S| + |Q|);  hotspot a log|S| + b |J_H| log|S| + c |Q^S| log|S|
@@ -56,8 +58,8 @@ MODELS: dict[str, dict[str, list[tuple[str, str]]]] = {
     "window": {
         "join_first": [("alpha_J", "log_s"), ("delta_J", "mb_sqrt_q")],
         "select_first": [("alpha_S", "log_s"), ("beta_S", "log_q"), ("gamma_S", "np_log_mp")],
-        "ssi": [("alpha_I", "log_s"), ("beta_I", "mb"), ("delta_I", "mbar_sqrt_q")],
-        "hotspot": [("alpha_H", "log_s"), ("beta_H", "mb"), ("delta_H", "mbar_h_sqrt_qh"),
+        "ssi": [("alpha_I", "log_s"), ("beta_I", "mp"), ("delta_I", "mbar_sqrt_q")],
+        "hotspot": [("alpha_H", "log_s"), ("beta_H", "mp"), ("delta_H", "mbar_h_sqrt_qh"),
                     ("gamma_H", "log_qs"), ("eps_H", "npp_log_mp")],
     },
     "band": {
