@@ -1,13 +1,13 @@
 """Numba kernels of L-INT (paper 002, §3.1.2, Definition 3.2, Fig. 5, Theorems 3.3-3.4).
 
-Part g (window widths in [w, 2w-1], w = W_min = 2^k, W_max = 2w-1, so W_max/W_min < c = 2) has
-landmarks at the local positions alpha*w (alpha >= 1) and keeps
+Part g (window widths in [w, cw-1], w = W_min = c^k, W_max = cw-1, so W_max/W_min < c; c >= 2 an
+integer, 2 by default) has landmarks at the local positions alpha*w (alpha >= 1) and keeps
 * ``suf``: for every position x, f(x .. L-1), L the first landmark after x ("ending just before a
   landmark"), computed by one backward pass when the block [L-w, L-1] completes (amortized O(1));
-* ``pre``: for every retained landmark L and 0 <= d < 2w, f(L .. L+d) ("beginning at a landmark"),
-  a ring of nl rows of 2w slots; an arriving element extends the <= 2 rows of the landmarks in
-  (p-2w, p] (O(1)).
-A lookup (a, b) of width in [w, 2w-1] contains a landmark L (the first one >= a) and is
+* ``pre``: for every retained landmark L and 0 <= d < cw, f(L .. L+d) ("beginning at a landmark"),
+  a ring of nl rows of cw slots; an arriving element extends the <= c rows of the landmarks in
+  (p-cw, p] (O(c)).
+A lookup (a, b) of width in [w, cw-1] contains a landmark L (the first one >= a) and is
 suf[a] (+) pre[L][b-L]: two reads (Theorem 3.3). A window cut shorter than w (by the stream start,
 a registration or rejected rows) may contain no landmark: it is scanned (< w elements).
 Values and counts (of non-null values) are kept side by side: COUNT, SUM, AVG read both, MIN/MAX
@@ -41,7 +41,7 @@ def _ident(code):
 
 
 @numba.njit(cache=True, nogil=True)
-def lint_push(code, pw, pnl, poff, ngroups, sufv, sufc, prev, prec, ring, mask, pos0, vals):
+def lint_push(code, c, pw, pnl, poff, ngroups, sufv, sufc, prev, prec, ring, mask, pos0, vals):
     cap = mask + 1
     idn = _ident(code)
     for g in range(ngroups):
@@ -52,23 +52,23 @@ def lint_push(code, pw, pnl, poff, ngroups, sufv, sufc, prev, prec, ring, mask, 
         for j in range(len(vals)):
             p = pos0 + 1 + j
             v = vals[j]
-            c = 1.0
+            cnt = 1.0
             if v != v:
                 v = idn
-                c = 0.0
+                cnt = 0.0
             ahi = p // w
-            alo = (p - 2 * w + w) // w  # ceil((p - 2w + 1) / w)
+            alo = (p - c * w + w) // w  # ceil((p - cw + 1) / w)
             if alo < 1:
                 alo = 1
             for al in range(alo, ahi + 1):
                 d = p - al * w
-                row = off + (al & (nl - 1)) * 2 * w
+                row = off + (al & (nl - 1)) * c * w
                 if d == 0:
                     prev[row] = v
-                    prec[row] = c
+                    prec[row] = cnt
                 else:
                     prev[row + d] = _comb(prev[row + d - 1], v, code)
-                    prec[row + d] = prec[row + d - 1] + c
+                    prec[row + d] = prec[row + d - 1] + cnt
             if (p + 1) % w == 0:  # block [p-w+1, p] complete: suffixes to the landmark p+1
                 av = idn
                 ac = 0.0
@@ -87,7 +87,7 @@ def lint_push(code, pw, pnl, poff, ngroups, sufv, sufc, prev, prec, ring, mask, 
 
 
 @numba.njit(cache=True, nogil=True)
-def lint_lookup(qids, n, q_part, code, pw, pnl, poff, sufv, sufc, prev, prec, q_left, q_right, q_start, seqs,
+def lint_lookup(qids, n, q_part, code, c, pw, pnl, poff, sufv, sufc, prev, prec, q_left, q_right, q_start, seqs,
                 times, vals, mask, V, m, last_seq, out):
     cap = mask + 1
     idn = _ident(code)
@@ -109,7 +109,7 @@ def lint_lookup(qids, n, q_part, code, pw, pnl, poff, sufv, sufc, prev, prec, q_
                     rv = _comb(rv, y, code)
                     rc += 1.0
         else:
-            row = poff[g] + ((L // w) & (pnl[g] - 1)) * 2 * w + (b - L)
+            row = poff[g] + ((L // w) & (pnl[g] - 1)) * c * w + (b - L)
             rv = prev[row]
             rc = prec[row]
             if a < L:
