@@ -9,8 +9,8 @@ PARAMS = {
     'select': {
         'join_first': {'alpha_J': 0, 'delta_J': 0.000132932, 'gamma_J': 0.00640369, 'eta_J': 0.000303151},
         'select_first': {'alpha_S': 0.00366306, 'beta_S': 0.269024, 'gamma_S': 0.00402998},
-        'vanilla': {'alpha_V': 0.473651, 'gamma_V': 1.65738e-05, 'eta_V': 0.00709113},
-        'hotspot': {'alpha_H': 0, 'beta_H': 0, 'gamma_H': 0.22942, 'delta_H': 0, 'eta_H': 0.00099848},
+        'vanilla': {'alpha_V': 0, 'gamma_V': 0, 'eta_V': 0.00628197, 'beta_V': 0.00134036},
+        'hotspot': {'alpha_H': 0, 'beta_H': 0, 'gamma_H': 0.225272, 'delta_H': 0, 'eta_H': 0.000670572, 'zeta_H': 0.0195625},
     },
     'window': {
         'join_first': {'alpha_J': 0.0240832, 'delta_J': 0.000218209},

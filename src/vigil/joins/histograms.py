@@ -212,10 +212,11 @@ def route_select(key, x, klo, kw, kc, e0, w, h, nl, nr, se0, sw, shh, snl, snr, 
         v = P[4] * ls + P[5] * lq * an + P[6] * n1 * lmp
         if v < best:
             best, c = v, 1
-        v = P[7] * ls + P[8] * Q * lmp + P[9] * n1 * lmp
+        v = P[7] * ls + P[8] * Q * lmp + P[9] * n1 * lmp + P[10] * Q * an
         if v < best:
             best, c = v, 2
-        v = P[10] * ls + P[11] * lqs * an + P[12] * n2 * lmp + P[13] * sum_sqrt_hot * an + P[14] * max(n1 - n2, 0.0) * lmp
+        v = (P[11] * ls + P[12] * lqs * an + P[13] * n2 * lmp + P[14] * sum_sqrt_hot * an
+             + P[15] * max(n1 - n2, 0.0) * lmp + P[16] * mp)
         if v < best:
             best, c = v, 3
         out[i] = c
