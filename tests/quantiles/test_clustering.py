@@ -26,8 +26,9 @@ def rank_range(srt, u):
 def valid(srt, u, phi, eq):
     n = len(srt)
     lo, hi = rank_range(srt, u)
-    # Definition 3: some rank r of u with |phi*N - r| <= eps_q*N
-    return lo <= hi and max(0.0, lo - phi * n - eq * n, phi * n - eq * n - hi) <= 1e-9
+    # Definition 3 with the contract's rounding slack on the upper side: some rank r of u with
+    # phi*N - eps_q*N <= r <= phi*N + eps_q*N + 1 (hence |r - ceil(phi*N)| <= eps_q*N + 1)
+    return lo <= hi and max(0.0, lo - phi * n - eq * n - 1, phi * n - eq * n - hi) <= 1e-9
 
 
 def summary(seed, n, eps):
@@ -48,10 +49,10 @@ def test_theorem3_4_5(seed, n, phi, eq, eps):
     srt = np.sort(x)
     for i in range(len(v)):
         L = K.lval(lo[i], hi[i], a, b, eps, n)
-        in8 = (a - eps) * n - 1e-9 <= lo[i] and hi[i] <= (b + eps) * n + 1e-9
+        in8 = (a - eps) * n - 1e-9 <= lo[i] and hi[i] <= (b + eps) * n + 1 + 1e-9  # + 1: see lval
         assert (L >= -1e-9) == in8  # Corollary 1
-        if in8:  # Theorem 3: some phi' in [a, b] is answered with precision eps
-            assert max(a, hi[i] / n - eps) <= min(b, lo[i] / n + eps) + 1e-9
+        if in8:  # Theorem 3: some phi' in [a, b] is answered with precision eps (+ 1 rank)
+            assert max(a, (hi[i] - 1) / n - eps) <= min(b, lo[i] / n + eps) + 1e-9
             assert valid(srt, v[i], phi, max(eq, eps))
     best = K.best_tuple(lo, hi, len(v), a, b, eps, n, len(v) // 3)
     Lb = K.lval(lo[best], hi[best], a, b, eps, n)

@@ -21,7 +21,14 @@ bookkeeping even with duplicates.
   O(m). (GK's band restriction, which gives its O((1/eps) log(eps n)) space bound, is omitted:
   the greedy merge keeps Theorem 1's conditions, which is all the query processing relies on;
   sizes are measured in the benchmark.)
-- :func:`lval`: L_{Q,t,N} = min(alpha, beta) of eqs. (10)-(12) for one tuple.
+- :func:`lval`: L_{Q,t,N} = min(alpha, beta) of eqs. (10)-(12) for one tuple, with the upper
+  rank bound (b + eps)*N + 1 instead of (b + eps)*N: the answer contract (docs/contract.md)
+  measures ranks from ceil(phi*N) with a slack of 1, and ceil(phi*N) >= phi*N, so a rank up to
+  (phi + e)*N + 1 is a valid answer (the lower side gains nothing: ceil(phi*N) - 1 may be just
+  below phi*N). The band [(a - eps)*N, (b + eps)*N + 1] always holds an integer, so a cluster
+  always has a valid tuple, also while the summary is exact and 2*eps*N < 1 (without the + 1
+  a narrow cluster could have none and its best tuple, outside its band, could violate a
+  member's bound by up to one rank).
 - :func:`best_tuple`: the tuple with the largest L for a cluster interval [a, b]. alpha grows
   with r- and beta shrinks with r+ along the summary, so L rises then falls and its maximum is at
   the first tuple with alpha >= beta or just before it. The search starts at the tuple the
@@ -114,9 +121,10 @@ def _alpha(lo_i, a, eps, n):
 
 @numba.njit(cache=True, nogil=True)
 def _beta(hi_i, b, eps, n):
+    # + 1: the contract's rounding (|r - ceil(phi*N)| <= e*N + 1) allows r+ <= (b + eps)*N + 1
     if b + eps >= 1.0:
         return np.inf
-    return (b * n - hi_i + eps * n) / (1.0 - b - eps)
+    return (b * n - hi_i + eps * n + 1.0) / (1.0 - b - eps)
 
 
 @numba.njit(cache=True, nogil=True)

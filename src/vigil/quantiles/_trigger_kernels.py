@@ -41,7 +41,7 @@ and gives it the cluster's value (an update) otherwise. Such members sit at the 
 member list (the rest hold the cluster's value, valid until the cluster's deadline), the heap
 key of a cluster is min(its own deadline, its kept members' deadlines) (``ckey``), and a walk for
 a member deadline visits only that front part. A member keeps a value only if it stays valid at
-least ``keep`` times as long as the cluster's value, so kept values do not expire one by one.
+least ``mkeep`` (1) times as long as the cluster's value, so kept values do not expire one by one.
 The messages (update events) are the paper's message number for the queries; measured in
 docs/experiments/quantiles.md (2.5x fewer on the uniform stream).
 
@@ -193,12 +193,12 @@ def _evaluate(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, c
 
 
 @numba.njit(cache=True, nogil=True)
-def _members(c, v, lo, hi, m, n, eps, lazy, keep, horizon, full, cval, cdead, head, tail, nxt, prv, slot_qid, qa, qb,
+def _members(c, v, lo, hi, m, n, eps, lazy, mkeep, horizon, full, cval, cdead, head, tail, nxt, prv, slot_qid, qa, qb,
              qlast, qdead, off, out_q, out_off, out_val, out_prev, meta):
     """Walk cluster c's members at size n: a member holding the cluster's value is valid until the
     cluster's deadline; with ``lazy`` a member holding another value keeps it while that value is
     provably valid for the member's own interval (its deadline, Theorem 4 on the member's
-    (a, b)) until at least ``horizon`` and for at least ``keep`` times as long as the cluster's
+    (a, b)) until at least ``horizon`` and for at least ``mkeep`` times as long as the cluster's
     value (so that kept values do not expire one by one right away), else it takes the
     cluster's value (an update). Members holding another value are kept at the front of the
     member list, so a walk for their deadlines (``full`` False) stops at the first member holding
@@ -206,7 +206,7 @@ def _members(c, v, lo, hi, m, n, eps, lazy, keep, horizon, full, cval, cdead, he
     deadline of the members that kept another value (INF_DEADLINE if none)."""
     meta[M_WALKS] += 1
     val = cval[c]
-    need = max(horizon, n + np.int64(keep * (min(cdead[c], n + (np.int64(1) << 40)) - n)))
+    need = max(horizon, n + np.int64(mkeep * (min(cdead[c], n + (np.int64(1) << 40)) - n)))
     sd = INF_DEADLINE
     pu = np.nan
     pp = -1
@@ -245,6 +245,7 @@ def _members(c, v, lo, hi, m, n, eps, lazy, keep, horizon, full, cval, cdead, he
                 out_prev[k] = u
                 meta[M_NOUT] = k + 1
                 qlast[s] = val
+                qdead[s] = -1  # a deadline belongs to the value it was computed for
         if fresh:
             if ft >= 0:
                 nxt[ft] = s
@@ -285,7 +286,7 @@ def _members(c, v, lo, hi, m, n, eps, lazy, keep, horizon, full, cval, cdead, he
 
 
 @numba.njit(cache=True, nogil=True)
-def _fire(c, v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead, head, tail,
+def _fire(c, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead, head, tail,
           nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev, meta, forced, horizon):
     """Process cluster c at size n: re-evaluate it when its own deadline is before ``horizon`` (n,
     or the next merge-period boundary when run early) or when ``forced`` (Algorithm 3's global
@@ -296,7 +297,7 @@ def _fire(c, v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, c
         meta[M_FIRES] += 1
         changed = _evaluate(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, mode == 2, meta)
     if changed or sdead[c] < horizon:
-        sdead[c] = _members(c, v, lo, hi, m, n, eps, lazy, keep, horizon, changed, cval, cdead, head, tail, nxt, prv,
+        sdead[c] = _members(c, v, lo, hi, m, n, eps, lazy, mkeep, horizon, changed, cval, cdead, head, tail, nxt, prv,
                             slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev, meta)
     cat[c] = n
     ckey[c] = min(cdead[c], sdead[c])
@@ -311,7 +312,7 @@ def _any_expired(heap, cdead, size, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, lazy, nlive, ca, cb, cval, cdead, cforce,
+def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep, lazy, nlive, ca, cb, cval, cdead, cforce,
             cat, ckey, sdead, heap, hpos, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, out_q, out_off, out_val,
             out_prev):
     """Insert ``xs`` (see module doc). Returns (elements consumed, summary arrays swapped?).
@@ -356,7 +357,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, lazy,
         if mode == 0:
             while size > 0 and ckey[heap[0]] < n:
                 cl = heap[0]
-                _fire(cl, v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
+                _fire(cl, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
                       head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev,
                       meta, False, n)
                 sift_down(heap, hpos, ckey, 0, size)
@@ -365,7 +366,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, lazy,
             # cluster is re-evaluated; a member deadline only walks its own cluster
             glob = mode == 2 or _any_expired(heap, cdead, size, n)
             for t in range(size):
-                _fire(heap[t], v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey,
+                _fire(heap[t], v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey,
                       sdead, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val,
                       out_prev, meta, glob, n)
             for t in range(size // 2 - 1, -1, -1):
@@ -380,14 +381,14 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, lazy,
                 if cat[cl] == n:
                     break
                 glob = mode == 1 and cdead[cl] < nb
-                _fire(cl, v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
+                _fire(cl, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
                       head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev,
                       meta, False, nb)
                 sift_down(heap, hpos, ckey, 0, size)
                 if glob:  # Algorithm 3: the global trigger re-evaluates every cluster
                     for t in range(size):
                         if cat[heap[t]] != n:
-                            _fire(heap[t], v, lo, hi, pin, m, n, eps, keep, mode, lazy, ca, cb, cval, cdead, cforce,
+                            _fire(heap[t], v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce,
                                   cat, ckey, sdead, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q,
                                   out_off, out_val, out_prev, meta, True, n)
                     for t in range(size // 2 - 1, -1, -1):

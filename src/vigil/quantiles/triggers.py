@@ -110,8 +110,9 @@ class Epoch:
     """One GK summary with its clusters, triggers and notify queries (see the module doc)."""
 
     def __init__(self, eps: float, mode: int, clustered: bool, offline: bool = True, keep: float = 0.5,
-                 offline_algo: str = "qc_a", lazy: bool = True) -> None:
+                 offline_algo: str = "qc_a", lazy: bool = True, mkeep: float = 0.5) -> None:
         self.eps = eps
+        self.mkeep = mkeep
         self.lazy = lazy and mode != 2
         self.keep = keep
         self.offline_algo = offline_algo
@@ -300,7 +301,7 @@ class Epoch:
             oq, oo, ov_, op_ = self.out
             before = k
             used, swapped = T.process(x[p:], self.v, self.lo, self.hi, self.pin, self.ov, self.olo, self.ohi,
-                                      self.opin, self.meta, self.eps, self.mode, self.keep, self.lazy, nlive,
+                                      self.opin, self.meta, self.eps, self.mode, self.keep, self.mkeep, self.lazy, nlive,
                                       self.ca, self.cb, self.cval, self.cdead, self.cforce, self.cat, self.ckey,
                                       self.sdead, self.heap, self.hpos, self.head, self.tail, self.nxt, self.prv,
                                       self.slot_qid, self.qa,
@@ -335,7 +336,7 @@ class Epoch:
         v, lo, hi = self.tuples()
         s = {"meta": self.meta.copy(), "v": v, "lo": lo, "hi": hi, "pin": self.pins(), "clus": self.clus.state(),
              "nslots": self.nslots, "free": np.array(self.free, np.int64), "nq": self.nq,
-             "mode": self.mode, "offline": self.offline, "keep": self.keep, "lazy": self.lazy, "offline_algo": self.offline_algo, "eps": self.eps, "clustered": isinstance(self.clus, OQC)}
+             "mode": self.mode, "offline": self.offline, "keep": self.keep, "lazy": self.lazy, "mkeep": self.mkeep, "offline_algo": self.offline_algo, "eps": self.eps, "clustered": isinstance(self.clus, OQC)}
         for k in (*_CL, *_SL):
             s[k] = getattr(self, k).copy()
         return s
@@ -343,7 +344,7 @@ class Epoch:
     @classmethod
     def from_state(cls, s: dict[str, Any]) -> Epoch:
         e = cls(float(s["eps"]), int(s["mode"]), bool(s["clustered"]), bool(s["offline"]), float(s["keep"]),
-                str(s["offline_algo"]), bool(s.get("lazy", False)))
+                str(s["offline_algo"]), bool(s.get("lazy", False)), float(s.get("mkeep", 0.5)))
         e.clus = (OQC if s["clustered"] else Singletons).from_state(s["clus"])
         e.meta = np.zeros(T.META_SIZE, np.int64)
         e.meta[: len(s["meta"])] = s["meta"]
@@ -403,11 +404,12 @@ class TriggerQuantiles(QuantileOperator):
 
     offline_algo: ClassVar[str] = "qc_a"  # offline clustering of a batch of registrations (qc_a | qc_b)
     lazy: ClassVar[bool] = True  # members keep a value still valid for their own interval (module doc)
+    mkeep: ClassVar[float] = 1.0  # ... if it stays valid >= mkeep times as long as the cluster's value
     summary_ratio: ClassVar[float] = 1.0  # the epochs' GK summaries run at eps * summary_ratio (module doc)
 
     def _epoch(self) -> Epoch:
         return Epoch(self._seps(), self.mode, self.clustered, keep=self.keep, offline_algo=self.offline_algo,
-                     lazy=self.lazy)
+                     lazy=self.lazy, mkeep=self.mkeep)
 
     def _seps(self) -> float:
         """The epochs' summary precision: ``summary_ratio`` times the served eps (module doc)."""
