@@ -117,7 +117,10 @@ def quantile_rank(phi, num, den, cnt):
     """max(1, ceil(phi*cnt)) with phi = num/den exact (den > 0 and num*cnt < 2^63), else in float."""
     if cnt <= 0:
         return 0
-    if den > 0 and num <= 9223372036854775807 // max(cnt, 1):
+    if cnt == 1:
+        return 1  # phi in (0, 1]
+    # exact when num*cnt < 2^63: num <= den <= 2^31 and cnt < 2^32 needs no division to check
+    if den > 0 and ((num <= 2147483648 and cnt < 4294967296) or num <= 9223372036854775807 // cnt):
         p = num * cnt
         r = p // den
         if r * den < p:
