@@ -212,3 +212,18 @@ def test_terminations_inside_a_batch_equal_element_at_a_time(log):
 def test_batch_size_never_changes_outputs(family, data):
     log = data.draw(logs(family))
     assert run_log(log, batch=10**6) == run_log(log, batch=1)
+
+
+@pytest.mark.parametrize("impl", ["su", "csu"])
+def test_terminations_are_not_deferred_in_groups_whose_queries_interact(impl):
+    # SU/CSU's global trigger re-evaluates every cluster when any fires: a terminated query left
+    # in the operator until the end of a segment would move the others' updates, and segments
+    # depend on the batch split (these logs failed before Group.independent)
+    from quantiles.test_notify import log_for
+
+    for seed, order in ((2, "semisort"), (4, "duplicates"), (4, "random")):
+        log = log_for(order, n=300, seed=seed)
+        want = run_log(log, {"quantiles": impl}, batch=1)
+        assert [r for r in want if r["event"] == "update"]
+        for batch, cut in ((7, None), (10**6, None), (64, 130)):
+            assert run_log(log, {"quantiles": impl}, batch=batch, cut=cut) == want, (seed, order, batch, cut)

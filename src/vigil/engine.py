@@ -41,6 +41,7 @@ from . import jsonline, registry
 from .errors import Unsupported
 from .events import ERROR_COLUMN, OUTPUT_SCHEMA, seq_column
 from .group import Cols, Group, Segment, monotone
+from .pending import Pending
 from .specs import SpecError, parse_query
 from .state import bytes_table, pack, table_bytes, unpack
 
@@ -110,7 +111,7 @@ class Engine:
         self.where: dict[int, str] = {}  # alive qid -> group key
         self.groups: dict[str, Group] = {}
         self._keys: dict[tuple[str, str], str] = {}  # (family, repr(params)) -> group key
-        self.pending: list[tuple[int, int, dict]] = []  # (at, arrival, op), sorted
+        self.pending = Pending()  # (at, arrival, op), sorted by (at, arrival)
         self.arrival = 0
         self.history: list[pa.Table] = []  # rows of relations, for join groups created later
         self.counts: dict[str, int] = dict.fromkeys(
@@ -197,6 +198,7 @@ class Engine:
     def add_operations(self, ops: list) -> None:
         """Queue query operations (dicts or raw JSON lines). Those whose ``at`` is not ahead of
         the elements already processed apply at once; ``at`` < position is reported ``late``."""
+        new: list[tuple[int, int, dict]] = []
         for raw in ops:
             self.counts["ops_in"] += 1
             op, err = self._parse_op(raw)
@@ -210,12 +212,12 @@ class Engine:
                 self._emit("late", None, at, ident=ident if isinstance(ident, str) else None,
                            reason=f"operation at {at} arrived after element {self.position}; applied after element {self.position}")
                 self._apply(op, self.position)
-            elif at == self.position and not self.pending:
+            elif at == self.position and not self.pending and not new:
                 self._apply(op, at)
             else:
-                self.pending.append((at, self.arrival, op))
+                new.append((at, self.arrival, op))
                 self.arrival += 1
-        self.pending.sort(key=lambda x: (x[0], x[1]))
+        self.pending.add(new)
 
     @staticmethod
     def _parse_op(raw: Any) -> tuple[dict, str | None]:
@@ -321,11 +323,7 @@ class Engine:
         return None
 
     def _apply_pending(self, upto: int) -> None:
-        k = 0
-        while k < len(self.pending) and self.pending[k][0] <= upto:
-            k += 1
-        todo, self.pending = self.pending[:k], self.pending[k:]
-        for at, _, op in todo:
+        for at, _, op in self.pending.take(self.pending.count_upto(upto)):
             self._apply(op, max(at, self.position))
 
     # ------------------------------------------------------------------ elements
@@ -363,8 +361,7 @@ class Engine:
             if k < len(self.pending):
                 q = max(p + 1, int(np.searchsorted(vseq, self.pending[k][0], side="right")))
             last = int(vseq[q - 1])
-            k = bisect.bisect_right(self.pending, last, hi=k, key=lambda t: t[0])
-            todo, self.pending = self.pending[:k], self.pending[k:]
+            todo = self.pending.take(min(k, self.pending.count_upto(last)))
             self._segment(cols, idx[p:q], vseq[p:q], prebad, todo)
             self.position = last
             p = q
@@ -376,9 +373,10 @@ class Engine:
         segment: terminations of known ids with ``at <= upto``, except one that would leave its
         group without queries (which rows a group validates and sees depends on whether it has
         queries). A termination takes effect after element ``at``; applying it at the end of
-        the segment instead only means dropping the query's outputs after ``at`` (queries never
-        affect one another's outputs). So a stream with churn is cut into segments only at
-        registrations and lookups, not at every termination."""
+        the segment instead only means dropping the query's outputs after ``at``, in groups whose
+        queries never affect one another's outputs (``Group.independent``). So a stream with
+        churn is cut into segments only at registrations, lookups and terminations in dependent
+        groups, not at every termination."""
         left: dict[str, int] = {}
         seen: set[int] = set()
         for k, (at, _, op) in enumerate(self.pending):
@@ -388,6 +386,8 @@ class Engine:
             key = self.where.get(qid)
             if key is None or qid in seen:
                 continue
+            if not self.groups[key].independent:
+                return k
             n = left.get(key, len(self.groups[key].qids)) - 1
             if n < 1:
                 return k
@@ -526,8 +526,7 @@ class Engine:
 
     def finish(self) -> pa.Table:
         """End of input: apply every pending operation (after the last element)."""
-        todo, self.pending = self.pending, []
-        for at, _, op in todo:
+        for at, _, op in self.pending.take(len(self.pending)):
             self._apply(op, max(at, self.position))
         return self.take_outputs()
 
@@ -601,8 +600,8 @@ class Engine:
             g.load(gs["state"])
             g.qids = set(gs["qids"].tolist())
             eng.groups[gs["key"]] = g
-        eng.pending = list(zip(s["pending_at"].tolist(), s["pending_arrival"].tolist(),
-                               json.loads(s["pending_ops"]), strict=True))
+        eng.pending = Pending(zip(s["pending_at"].tolist(), s["pending_arrival"].tolist(),
+                                  json.loads(s["pending_ops"]), strict=True))
         eng.arrival = s["arrival"]
         eng.counts = dict(s["counts"])
         eng.out_counts = dict(s["out_counts"])

@@ -16,8 +16,11 @@ instance per *signature* (``params_of(spec)``: the queries that can share one op
 
 Class attributes tell the engine what it must know without naming a family: ``keeps_history``
 (the group lives on without queries and is fed the relations' rows: joins), ``ends_inside_segment``
-(its queries can end by themselves inside a segment: threshold maturity), ``part_tag()`` (sharded
-mode ownership, see :class:`vigil.engine.Partial`).
+(its queries can end by themselves inside a segment: threshold maturity), ``independent`` (a
+query's outputs never depend on the group's other queries, so the engine may apply a termination
+at the end of a segment instead of cutting the segment there; False for quantiles, whose queries
+share clusters and triggers), ``part_tag()`` (sharded mode ownership, see
+:class:`vigil.engine.Partial`).
 """
 
 from __future__ import annotations
@@ -178,6 +181,7 @@ class Group:
     family = ""
     keeps_history = False  # the group persists without queries (joins: the relations are its state)
     ends_inside_segment = False  # its queries may end by themselves inside a segment (maturity)
+    independent = True  # no query's outputs depend on the other queries (terminations may be deferred)
     stream_columns: tuple[str, ...] = ()  # columns the stream must have for these queries
 
     def __init__(self, engine: Any, params: dict[str, Any]) -> None:

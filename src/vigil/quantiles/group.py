@@ -17,6 +17,7 @@ from ..specs import QuantileSpec
 
 class QuantileGroup(Group):
     family = "quantiles"
+    independent = False  # queries share clusters and triggers (a termination changes when others update)
 
     @staticmethod
     def params_of(spec: QuantileSpec) -> dict[str, Any]:
