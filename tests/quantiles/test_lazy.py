@@ -15,7 +15,7 @@ from vigil.workloads.quantiles import data_stream, query_set
 EPS = 0.01
 
 
-def run(lazy: bool, kind: str, ratio: float = CASU.summary_ratio, n: int = 3000, nq: int = 300, batch: int = 700):
+def run(lazy: int, kind: str, ratio: float = CASU.summary_ratio, n: int = 3000, nq: int = 300, batch: int = 700):
     cls = type("CASUx", (CASU,), {"lazy": lazy, "summary_ratio": ratio})
     op = cls(EPS, None)
     phi, eq = query_set(nq, "uniform", (EPS, 4 * EPS), 7)
@@ -60,8 +60,9 @@ def check(x, phi, eq, q, o, v):
 @pytest.mark.parametrize("ratio", [CASU.summary_ratio, 1.0])
 @pytest.mark.parametrize("kind", ["uniform", "semisort", "duplicates"])
 def test_member_deadlines_keep_the_invariant_and_send_fewer_updates(kind, ratio):
-    lazy = run(True, kind, ratio)
-    check(*lazy)
-    eager = run(False, kind, ratio)
+    eager = run(0, kind, ratio)
     check(*eager)
-    assert len(lazy[3]) <= len(eager[3])
+    for level in (1, 2):  # keep a valid value; also take the own best tuple
+        lazy = run(level, kind, ratio)
+        check(*lazy)
+        assert len(lazy[3]) <= len(eager[3])

@@ -37,13 +37,13 @@ cluster's value changes, a member's previous value is often still a valid answer
 member's own (wider) interval. The member walk (:func:`_members`, at each change of the
 cluster's value, in the kernel, with the summary exactly at that element) lets a member keep its
 value while Theorem 4 applied to the member's own (a, b) guarantees it (its deadline ``qdead``),
-and gives it the cluster's value (an update) otherwise. Such members sit at the front of the
+and otherwise gives it its own best tuple (``lazy`` = 2: the largest L for its own interval,
+when that lasts at least as long as the cluster's value) or the cluster's value (an update). Such members sit at the front of the
 member list (the rest hold the cluster's value, valid until the cluster's deadline), the heap
 key of a cluster is min(its own deadline, its kept members' deadlines) (``ckey``), and a walk for
 a member deadline visits only that front part. A member keeps a value only if it stays valid at
 least ``mkeep`` (1) times as long as the cluster's value, so kept values do not expire one by one.
-The messages (update events) are the paper's message number for the queries; measured in
-docs/experiments/quantiles.md (2.5x fewer on the uniform stream).
+Update events measured in docs/experiments/quantiles.md.
 
 The kernel writes per-query updates (qid, offset, value, previous value) in offset order;
 :func:`order_updates` orders each offset's updates by qid (a radix sort per offset, no global
@@ -199,8 +199,9 @@ def _members(c, v, lo, hi, m, n, eps, lazy, mkeep, horizon, full, cval, cdead, h
     cluster's deadline; with ``lazy`` a member holding another value keeps it while that value is
     provably valid for the member's own interval (its deadline, Theorem 4 on the member's
     (a, b)) until at least ``horizon`` and for at least ``mkeep`` times as long as the cluster's
-    value (so that kept values do not expire one by one right away), else it takes the
-    cluster's value (an update). Members holding another value are kept at the front of the
+    value (so that kept values do not expire one by one right away), else it takes its own best
+    tuple (largest L for its interval) when that lasts as long, else the cluster's value (an
+    update). Members holding another value are kept at the front of the
     member list, so a walk for their deadlines (``full`` False) stops at the first member holding
     the cluster's value; ``full`` (the value changed) walks every member. Returns the smallest
     deadline of the members that kept another value (INF_DEADLINE if none)."""
@@ -214,6 +215,7 @@ def _members(c, v, lo, hi, m, n, eps, lazy, mkeep, horizon, full, cval, cdead, h
     st = -1
     fh = -1  # chain of members holding the cluster's value
     ft = -1
+    pc = -1  # position of the cluster's value in the summary (searched once, when needed)
     s = head[c]
     while s >= 0 and (full or qlast[s] != val):
         nx = nxt[s]
@@ -221,7 +223,7 @@ def _members(c, v, lo, hi, m, n, eps, lazy, mkeep, horizon, full, cval, cdead, h
         fresh = True
         if u != val:
             ok = False
-            if lazy and u == u:
+            if lazy >= 1 and u == u:
                 if u != pu:
                     pu = u
                     pp = np.searchsorted(v[:m], u)
@@ -238,14 +240,26 @@ def _members(c, v, lo, hi, m, n, eps, lazy, mkeep, horizon, full, cval, cdead, h
                 sd = min(sd, qdead[s])
                 fresh = False
             else:
-                k = meta[M_NOUT]
-                out_q[k] = slot_qid[s]
-                out_off[k] = off
-                out_val[k] = val
-                out_prev[k] = u
-                meta[M_NOUT] = k + 1
-                qlast[s] = val
+                nv = val
                 qdead[s] = -1  # a deadline belongs to the value it was computed for
+                if lazy >= 2:  # the member's own best tuple (its interval), if it lasts long enough
+                    if pc < 0:
+                        pc = np.searchsorted(v[:m], val)
+                    i = best_tuple(lo, hi, m, qa[s], qb[s], eps, n, pc)
+                    Lo = lval(lo[i], hi[i], qa[s], qb[s], eps, n)
+                    if v[i] != val and Lo >= 0.0 and deadline(Lo, n) >= need:
+                        nv = v[i]
+                        qdead[s] = deadline(Lo, n)
+                        sd = min(sd, qdead[s])
+                        fresh = False
+                if nv != u:
+                    k = meta[M_NOUT]
+                    out_q[k] = slot_qid[s]
+                    out_off[k] = off
+                    out_val[k] = nv
+                    out_prev[k] = u
+                    meta[M_NOUT] = k + 1
+                    qlast[s] = nv
         if fresh:
             if ft >= 0:
                 nxt[ft] = s

@@ -15,8 +15,8 @@ Notify queries (``register(..., notify=True)``) are clustered (OQC, Algorithm 2,
 Algorithm 1, when a batch of queries arrives before any cluster exists; SU: one cluster per
 query) and each cluster carries a trigger (:mod:`._trigger_kernels`). Their maintained value is
 the value of their cluster's result tuple, or (``lazy``, the default) a previous value the query
-keeps while Theorem 4 on its own interval guarantees it (member deadlines, see the kernels'
-doc); ``push`` returns an update (qid, offset, value) at the query's first element and whenever
+keeps while Theorem 4 on its own interval guarantees it, or its own best tuple (member
+deadlines, see the kernels' doc); ``push`` returns an update (qid, offset, value) at the query's first element and whenever
 that value changes, sorted by (offset, qid). By Theorem 4 the value stays a valid answer, with
 rank within eps_q*N of phi*N over the query's window, until its deadline. A lookup of a notify query returns its maintained value in O(1); other queries are
 answered on lookup from the summary (best tuple of their query interval, O(log m)).
@@ -110,10 +110,10 @@ class Epoch:
     """One GK summary with its clusters, triggers and notify queries (see the module doc)."""
 
     def __init__(self, eps: float, mode: int, clustered: bool, offline: bool = True, keep: float = 0.5,
-                 offline_algo: str = "qc_a", lazy: bool = True, mkeep: float = 0.5) -> None:
+                 offline_algo: str = "qc_a", lazy: int = 2, mkeep: float = 0.5) -> None:
         self.eps = eps
         self.mkeep = mkeep
-        self.lazy = lazy and mode != 2
+        self.lazy = int(lazy) if mode != 2 else 0
         self.keep = keep
         self.offline_algo = offline_algo
         self.mode = mode
@@ -344,7 +344,7 @@ class Epoch:
     @classmethod
     def from_state(cls, s: dict[str, Any]) -> Epoch:
         e = cls(float(s["eps"]), int(s["mode"]), bool(s["clustered"]), bool(s["offline"]), float(s["keep"]),
-                str(s["offline_algo"]), bool(s.get("lazy", False)), float(s.get("mkeep", 0.5)))
+                str(s["offline_algo"]), int(s.get("lazy", 0)), float(s.get("mkeep", 0.5)))
         e.clus = (OQC if s["clustered"] else Singletons).from_state(s["clus"])
         e.meta = np.zeros(T.META_SIZE, np.int64)
         e.meta[: len(s["meta"])] = s["meta"]
@@ -403,7 +403,9 @@ class TriggerQuantiles(QuantileOperator):
         self.stats = dict.fromkeys(_STATS, 0)
 
     offline_algo: ClassVar[str] = "qc_a"  # offline clustering of a batch of registrations (qc_a | qc_b)
-    lazy: ClassVar[bool] = True  # members keep a value still valid for their own interval (module doc)
+    # member deadlines (module doc): 0 members take their cluster's value, 1 they keep a value still
+    # valid for their own interval, 2 also take their own best tuple when theirs expires
+    lazy: ClassVar[int] = 2
     mkeep: ClassVar[float] = 1.0  # ... if it stays valid >= mkeep times as long as the cluster's value
     summary_ratio: ClassVar[float] = 1.0  # the epochs' GK summaries run at eps * summary_ratio (module doc)
 
