@@ -26,7 +26,7 @@ import numpy as np
 from . import _join_kernels_band as kb
 from . import hotspot
 from .hotspot import HotspotTracker
-from .partition import StabbingPartition
+from .partition import make_partition
 
 
 def _stored(op, side):
@@ -66,9 +66,9 @@ def _group_arrays(points: dict[int, float], group_of: dict[int, int], lohi: dict
 
 
 class BJSSI:
-    def __init__(self, op, eps: float = 0.5) -> None:
+    def __init__(self, op, eps: float = 0.5, partition: str = "lazy") -> None:
         self.op = op
-        self.part = StabbingPartition(eps)
+        self.part = make_partition(partition, eps)  # App. A.1 (lazy) or A.2 (refined)
 
     def add(self, qid, row):
         self.part.insert(qid, row[0], row[1])
@@ -130,9 +130,9 @@ class BJDOuter(_Flat):
 class BJHotspot:
     """BJ-SSI on the hotspots (alpha, eps), BJ-QOuter on the scattered queries."""
 
-    def __init__(self, op, alpha: float | None = None, eps: float = 0.5) -> None:
+    def __init__(self, op, alpha: float | None = None, eps: float = 0.5, partition: str = "lazy") -> None:
         self.op = op
-        self.track = HotspotTracker(hotspot.ALPHA if alpha is None else alpha, eps)
+        self.track = HotspotTracker(hotspot.ALPHA if alpha is None else alpha, eps, partition)
 
     def add(self, qid, row):
         self.track.insert(qid, row[0], row[1])

@@ -12,7 +12,8 @@ property-tested in tests/joins/test_partition.py:
 
 Insertion: join the first hot group whose common intersection meets the interval (brute force
 over <= 2/alpha groups, O(1/alpha)); else insert into S's dynamic partition
-(:class:`~vigil.joins.partition.StabbingPartition`, Lemma 2 / App. A.1), then promote S groups
+(Lemma 2: App. A.1's :class:`~vigil.joins.partition.StabbingPartition`, or App. A.2's
+refined partition with ``partition="refined"``), then promote S groups
 that became alpha-hotspots, demote hot groups below (alpha/2)|I| (their intervals re-enter S one
 by one) and promote again. Deletion: symmetric. Amortized O(1/alpha + eps^-1 log |I|) per
 update plus the reconstructions of the S partition; space O(|I|).
@@ -25,20 +26,20 @@ from __future__ import annotations
 
 import heapq
 
-from .partition import StabbingPartition
+from .partition import make_partition
 
 # default alpha of the join strategies' hotspot trackers (paper 003 §5 uses 0.1% in Fig. 9)
 ALPHA = 0.001
 
 
 class HotspotTracker:
-    def __init__(self, alpha: float = 0.01, eps: float = 0.5) -> None:
+    def __init__(self, alpha: float = 0.01, eps: float = 0.5, partition: str = "lazy") -> None:
         if not 0 < alpha <= 1:
             raise ValueError("alpha must be in (0, 1]")
         self.alpha = float(alpha)
         self.eps = float(eps)
         self.iv: dict[int, tuple[float, float]] = {}
-        self.scattered = StabbingPartition(eps, relaxed=True)
+        self.scattered = make_partition(partition, eps, relaxed=True)  # App. A.1 (lazy) or A.2 (refined)
         self._heap: list[tuple[int, int]] = []  # (-size, S group) candidates for promotion, lazily validated
         self._sver = 0
         self.hot: dict[int, set[int]] = {}
@@ -97,14 +98,16 @@ class HotspotTracker:
     def _s_insert(self, i: int, lo: float, hi: float) -> None:
         g = self.scattered.insert(i, lo, hi)
         self._sync()
-        if g in self.scattered.groups:
-            heapq.heappush(self._heap, (-len(self.scattered.groups[g]), g))
+        n = self.scattered.group_size(g)
+        if n is not None:
+            heapq.heappush(self._heap, (-n, g))
 
     def _sync(self) -> None:
         """After a reconstruction of the S partition every group is a candidate again."""
         if self.scattered.version != self._sver:
             self._sver = self.scattered.version
-            self._heap = [(-len(m), g) for g, m in self.scattered.groups.items()]
+            sc = self.scattered
+            self._heap = [(-sc.group_size(g), g) for g in sc.group_ids()]
             heapq.heapify(self._heap)
 
     def _promote(self) -> None:
@@ -116,17 +119,17 @@ class HotspotTracker:
             if not self._heap:
                 break
             neg, g = self._heap[0]
-            mem = self.scattered.groups.get(g)
-            if mem is None:
+            size = self.scattered.group_size(g)
+            if size is None:
                 heapq.heappop(self._heap)
                 continue
-            if len(mem) != -neg:
-                heapq.heapreplace(self._heap, (-len(mem), g))
+            if size != -neg:
+                heapq.heapreplace(self._heap, (-size, g))
                 continue
-            if len(mem) < self.alpha * len(self.iv):
+            if size < self.alpha * len(self.iv):
                 break
             heapq.heappop(self._heap)
-            mem = set(mem)
+            mem = set(self.scattered.members(g))
             h = self._next
             self._next += 1
             clo = max(self.iv[i][0] for i in mem)
@@ -167,8 +170,8 @@ class HotspotTracker:
             for i in mem:
                 lo, hi = self.iv[i]
                 assert lo <= chi and clo <= hi and lo <= clo and chi <= hi
-        for mem in self.scattered.groups.values():
-            assert len(mem) < self.alpha * n, ("I1: alpha-hotspot left in S", len(mem), n)
+        for g in self.scattered.group_ids():
+            assert self.scattered.group_size(g) < self.alpha * n, ("I1: alpha-hotspot left in S", len(mem), n)
         assert len(self.hot) <= 2 / self.alpha + 1e-9
         self.scattered.check()
         assert len(self.scattered) + sum(len(m) for m in self.hot.values()) == n

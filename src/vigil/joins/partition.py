@@ -15,9 +15,9 @@
   rebuilt (Lemma 1). The relaxed trigger is the default: it keeps the same bound, and a
   stream of insertions that join existing groups never triggers a reconstruction. Lemma 3: size <= (1+eps) tau(I) at all times (property-tested).
   Update: O(log tau) (amortized O(n log n / (eps tau0)) including reconstructions).
-  Not implemented: A.2's O(tau0 log n) reconstruction that emulates the greedy algorithm over
-  groups with split/join trees (Fig. 21); our reconstruction reruns Lemma 1 over all intervals,
-  which outputs the same partition.
+  App. A.2's refined algorithm (O(tau0 log n) reconstruction emulating the greedy algorithm over
+  groups with split/join trees, Fig. 21) is :mod:`vigil.joins.partition_refined`
+  (:func:`make_partition` selects either: ``"lazy"`` = this class, ``"refined"`` = A.2).
 
 Consumers (the SSI join operators) read ``groups``/``point`` and the ``dirty`` set of groups
 changed since they last drained it (``drain_dirty``); ``version`` counts reconstructions.
@@ -108,6 +108,16 @@ class StabbingPartition:
 
     def size(self) -> int:
         return len(self.groups)
+
+    def group_size(self, g: int) -> int | None:
+        m = self.groups.get(g)
+        return None if m is None else len(m)
+
+    def members(self, g: int) -> list[int]:
+        return list(self.groups[g])
+
+    def group_ids(self) -> list[int]:
+        return list(self.groups)
 
     # ---------------------------------------------------------------- updates
 
@@ -236,3 +246,18 @@ class StabbingPartition:
             p.iv[int(i)] = (lo, hi)
         p.rebuild()
         return p
+
+
+PARTITIONS = ("lazy", "refined")
+
+
+def make_partition(kind: str = "lazy", eps: float = 0.5, relaxed: bool = True):
+    """A dynamic stabbing partition: ``"lazy"`` (App. A.1, :class:`StabbingPartition`) or
+    ``"refined"`` (App. A.2, :class:`~vigil.joins.partition_refined.RefinedStabbingPartition`)."""
+    if kind == "lazy":
+        return StabbingPartition(eps, relaxed)
+    if kind == "refined":
+        from .partition_refined import RefinedStabbingPartition
+
+        return RefinedStabbingPartition(eps, relaxed)
+    raise ValueError(f"unknown partition {kind!r}; expected one of {', '.join(PARTITIONS)}")

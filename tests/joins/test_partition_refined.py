@@ -1,0 +1,97 @@
+"""App. A.2 (paper 003): the refined dynamic stabbing partition. Valid after every update, size
+<= (1+eps) tau(I) (Lemma 3's bound, which A.2 keeps), one group touched per update between
+reconstructions, the reconstruction over groups (Fig. 21) outputs exactly the greedy partition
+(Lemma 1), and hotspot tracking (§2.2, I1-I3) on top of it."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vigil.joins.hotspot import HotspotTracker
+from vigil.joins.partition import canonical_partition, make_partition, stabbing_number
+from vigil.joins.partition_refined import RefinedStabbingPartition
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ops = st.lists(st.tuples(st.booleans(), st.integers(0, 40), st.integers(0, 10), st.integers(0, 10 ** 6)), max_size=120)
+
+
+def _canonical(p, alive):
+    lo = np.array([p.iv[i][0] for i in alive], float)
+    hi = np.array([p.iv[i][1] for i in alive], float)
+    g, pts = canonical_partition(lo, hi)
+    return {(float(pts[k]), frozenset(np.asarray(alive)[g == k].tolist())) for k in range(len(pts))}
+
+
+@SETTINGS
+@given(ops=ops, eps=st.sampled_from([0.1, 0.5, 1.0, 3.0]), relaxed=st.booleans())
+def test_refined_partition_valid_bounded_one_group_per_update(ops, eps, relaxed):
+    p = RefinedStabbingPartition(eps, relaxed)
+    alive: list[int] = []
+    nxt = 0
+    for ins, a, b, pick in ops:
+        r0 = p.reconstructions
+        p.drain_dirty()
+        if ins or not alive:
+            p.insert(nxt, a, a + b)
+            alive.append(nxt)
+            nxt += 1
+        else:
+            p.delete(alive.pop(pick % len(alive)))
+        p.check()
+        if p.reconstructions == r0:
+            assert len(p.drain_dirty()) == 1  # A.2: each update touches one group
+        else:  # the reconstruction (Fig. 21) outputs the greedy partition of Lemma 1
+            assert {(p.point[g], frozenset(m)) for g, m in p.groups.items()} == _canonical(p, alive)
+        lo = np.array([p.iv[i][0] for i in alive])
+        hi = np.array([p.iv[i][1] for i in alive])
+        assert p.size() <= (1 + eps) * stabbing_number(lo, hi) + 1e-9
+    p.rebuild()
+    p.check()
+    assert {(p.point[g], frozenset(m)) for g, m in p.groups.items()} == _canonical(p, alive)
+
+
+def test_reconstruction_with_many_singletons_inside_groups():
+    """Inserted intervals (J) falling inside old groups' ranges: the groups are split at them."""
+    rng = np.random.default_rng(5)
+    p = RefinedStabbingPartition(50.0, relaxed=False)  # rare reconstructions: large J
+    alive = []
+    for i in range(400):
+        a = float(rng.integers(0, 300))
+        p.insert(i, a, a + float(rng.integers(0, 15)))
+        alive.append(i)
+        if i % 3 == 0 and len(alive) > 5:
+            p.delete(alive.pop(int(rng.integers(len(alive)))))
+    p.check()
+    p.rebuild()
+    p.check()
+    assert {(p.point[g], frozenset(m)) for g, m in p.groups.items()} == _canonical(p, alive)
+    s = RefinedStabbingPartition.from_state(p.state())
+    s.check()
+    assert {(s.point[g], frozenset(m)) for g, m in s.groups.items()} == _canonical(p, alive)
+
+
+@SETTINGS
+@given(ops=ops, alpha=st.sampled_from([0.05, 0.2, 0.5]), eps=st.sampled_from([0.2, 1.0]))
+def test_hotspot_invariants_on_refined_partition(ops, alpha, eps):
+    h = HotspotTracker(alpha, eps, partition="refined")
+    alive: list[int] = []
+    nxt = 0
+    for ins, a, b, pick in ops:
+        if ins or not alive:
+            h.insert(nxt, a, a + b)
+            alive.append(nxt)
+            nxt += 1
+        else:
+            h.delete(alive.pop(pick % len(alive)))
+        h.check()
+        lo = np.array([h.iv[i][0] for i in alive])
+        hi = np.array([h.iv[i][1] for i in alive])
+        assert h.size() <= (1 + eps) * stabbing_number(lo, hi) + 2 / alpha + 1e-9  # I2
+    assert h.moves <= 5 * h.updates  # I3
+
+
+def test_make_partition_kinds():
+    assert type(make_partition("lazy")).__name__ == "StabbingPartition"
+    assert type(make_partition("refined")).__name__ == "RefinedStabbingPartition"
