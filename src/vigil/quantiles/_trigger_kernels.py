@@ -37,8 +37,8 @@ cluster's value changes, a member's previous value is often still a valid answer
 member's own (wider) interval. The member walk (:func:`_members`, at each change of the
 cluster's value, in the kernel, with the summary exactly at that element) lets a member keep its
 value while Theorem 4 applied to the member's own (a, b) guarantees it (its deadline ``qdead``),
-and otherwise gives it its own best tuple (``lazy`` = 2: the largest L for its own interval,
-when that lasts at least as long as the cluster's value) or the cluster's value (an update). Such members sit at the front of the
+and otherwise gives it the cluster's value (an update), or (``lazy`` = 2) its own best tuple
+(the largest L for its own interval) when that lasts at least as long as the cluster's value. Such members sit at the front of the
 member list (the rest hold the cluster's value, valid until the cluster's deadline), the heap
 key of a cluster is min(its own deadline, its kept members' deadlines) (``ckey``), and a walk for
 a member deadline visits only that front part. A member keeps a value only if it stays valid at
