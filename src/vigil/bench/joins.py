@@ -229,6 +229,58 @@ def _fig11(scale: float, algos: list[str], seed: int, budget: float, console: Co
     return out
 
 
+def _fig11_partitions(scale: float, seed: int, budget: float, console: Console) -> list[Result]:
+    """App. A.1 (lazy) vs A.2 (refined) alone, on the band windows of fig11 (no join operator):
+    n0 = 100,000 x scale intervals inserted (untimed), then up to n0 updates (p = 0.5 insert /
+    delete) within ``budget`` s: time per update, reconstructions, groups changed (``dirty``)
+    per update; and the same stream through a HotspotTracker (alpha = ALPHA) on either partition:
+    intervals moved into or out of S per update (Theorem 1, I3: <= 5)."""
+    from ..joins.hotspot import ALPHA, HotspotTracker
+    from ..joins.partition import make_partition
+
+    p = _params("band", None, None, scale, 100_000)
+    rows = wl.band_workload(n_queries=2 * p["n_queries"], n_tuples=100, n_arrivals=1, seed=seed)["rows"].tolist()
+    n0 = p["n_queries"]
+    out = []
+    for kind in ("lazy", "refined"):
+        for eps in (0.5, 3.0):
+            for what in ("partition", "hotspot"):
+                s = make_partition(kind, eps) if what == "partition" else HotspotTracker(ALPHA, eps, kind)
+                for i in range(n0):
+                    s.insert(i, *rows[i])
+                part = s if what == "partition" else s.scattered
+                r0, m0, u0 = part.reconstructions, getattr(s, "moves", 0), getattr(s, "updates", 0)
+                part.drain_dirty()
+                rng = np.random.default_rng(seed)
+                alive, nxt, done, dirty = list(range(n0)), n0, 0, 0
+                t0 = time.perf_counter()
+                while done < n0 and time.perf_counter() - t0 < budget:
+                    if rng.random() < 0.5 and nxt < len(rows):
+                        s.insert(nxt, *rows[nxt])
+                        alive.append(nxt)
+                        nxt += 1
+                    else:
+                        k = int(rng.integers(len(alive)))
+                        alive[k], alive[-1] = alive[-1], alive[k]
+                        s.delete(alive.pop())
+                    done += 1
+                    if what == "partition":
+                        dirty += len(part.drain_dirty())
+                secs = time.perf_counter() - t0
+                extra = {"point": {"eps": eps}, "partition": kind, "rate_per_s": done / secs,
+                         "update_us": secs / done * 1e6, "reconstructions_per_update": (part.reconstructions - r0) / done,
+                         "groups": part.size(), "intervals": n0}
+                if what == "partition":
+                    extra["groups_changed_per_update"] = dirty / done
+                else:
+                    extra["moves_per_update"] = (s.moves - m0) / (s.updates - u0)
+                    extra["hot_groups"] = len(s.hot)
+                name = f"{'partition' if what == 'partition' else 'tracker'}_{'a1' if kind == 'lazy' else 'a2'}_eps{eps:g}"
+                out.append(Result(name, secs, done, extra=extra))
+                console.log(f"fig11 {name}: {extra}")
+    return out
+
+
 def run_preset(preset: str, scale: float | None = None, algos: list[str] | None = None,
                out: str | Path = "results/joins.json", batches: list[int] | None = None, budget: float = 5.0,
                seed: int = 0, materialise: bool = True, progress: bool = True,
@@ -254,6 +306,7 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
     results: list[Result] = []
     if cfg.get("updates"):
         results = _fig11(scale, algos + (list(FIG11_VARIANTS) if algos is BAND_ALGOS else []), seed, budget, console)
+        results += _fig11_partitions(scale, seed, budget, console)
     for key, values in (points or cfg.get("sweeps", {})).items():
         for v in values:
             p = _params(kind, key, v, scale, cfg.get("n_queries", 100_000))
@@ -304,7 +357,8 @@ def _plot(doc: dict, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     res = doc["results"]
-    keys = list(dict.fromkeys(k for r in res for k in r["extra"]["point"] if k != "batch"))
+    keys = list(dict.fromkeys(k for r in res for k, v in r["extra"]["point"].items()
+                              if k != "batch" and isinstance(v, int | float)))
     batch = 1_000 if any(r["extra"]["point"].get("batch") == 1_000 for r in res) else None
     fig, axes = plt.subplots(1, max(1, len(keys)), figsize=(6.0 * max(1, len(keys)), 4.4), dpi=80, squeeze=False)
     for ax, key in zip(axes[0], keys or ["queries"], strict=True):
