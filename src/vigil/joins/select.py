@@ -28,7 +28,7 @@ from . import _join_kernels_select as ks
 from . import hotspot
 from ._rtree import build_forest
 from .hotspot import HotspotTracker
-from .partition import StabbingPartition
+from .partition import make_partition
 
 # row = (alo, ahi, clo, chi, w); per arriving side: (other lo, other hi, mine lo, mine hi)
 COLS = {"left": (2, 3, 0, 1), "right": (0, 1, 2, 3)}
@@ -131,9 +131,9 @@ def ssi_forest(q: _Queries, groups: list[tuple[float, list[int]]]):
 class SJSSI(_PerSide):
     """Two dynamic stabbing partitions: of rangeC (serves arriving R) and rangeA (arriving S)."""
 
-    def __init__(self, op, eps: float = 0.5) -> None:
+    def __init__(self, op, eps: float = 0.5, partition: str = "lazy") -> None:
         super().__init__(op)
-        self.part = {"left": StabbingPartition(eps), "right": StabbingPartition(eps)}
+        self.part = {"left": make_partition(partition, eps), "right": make_partition(partition, eps)}  # App. A.1 / A.2
 
     def add(self, qid, row):
         for side, p in self.part.items():
@@ -161,10 +161,10 @@ class SJSSI(_PerSide):
 class SJHotspot(_PerSide):
     """SJ-SSI on the hot groups, SJ-SelectFirst (§4.1) on the scattered queries."""
 
-    def __init__(self, op, alpha: float | None = None, eps: float = 0.5) -> None:
+    def __init__(self, op, alpha: float | None = None, eps: float = 0.5, partition: str = "lazy") -> None:
         super().__init__(op)
         a = hotspot.ALPHA if alpha is None else alpha
-        self.track = {"left": HotspotTracker(a, eps), "right": HotspotTracker(a, eps)}
+        self.track = {"left": HotspotTracker(a, eps, partition), "right": HotspotTracker(a, eps, partition)}
 
     def add(self, qid, row):
         for side, tr in self.track.items():
