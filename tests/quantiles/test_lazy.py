@@ -1,5 +1,5 @@
 """Member deadlines (vigil's refinement of CASU, :mod:`vigil.quantiles._trigger_kernels`) and the
-finer summary (``summary_ratio``): at the operator level, with a few hundred notify queries, every
+finer summary (``summary_ratio``): at the operator level, with 200 notify queries, every
 query's latest update is a valid answer after every element (ranks within max(eps_q, eps)*N + 1
 of max(1, ceil(phi*N))), updates come in (offset, qid) order with no repeated value, and the
 member deadlines send fewer updates than giving every member its cluster's value."""
@@ -15,7 +15,7 @@ from vigil.workloads.quantiles import data_stream, query_set
 EPS = 0.01
 
 
-def run(lazy: int, kind: str, ratio: float = CASU.summary_ratio, n: int = 3000, nq: int = 300, batch: int = 700):
+def run(lazy: int, kind: str, ratio: float = CASU.summary_ratio, n: int = 2000, nq: int = 200, batch: int = 600):
     cls = type("CASUx", (CASU,), {"lazy": lazy, "summary_ratio": ratio})
     op = cls(EPS, None)
     phi, eq = query_set(nq, "uniform", (EPS, 4 * EPS), 7)
