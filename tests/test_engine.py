@@ -227,3 +227,29 @@ def test_terminations_are_not_deferred_in_groups_whose_queries_interact(impl):
         assert [r for r in want if r["event"] == "update"]
         for batch, cut in ((7, None), (10**6, None), (64, 130)):
             assert run_log(log, {"quantiles": impl}, batch=batch, cut=cut) == want, (seed, order, batch, cut)
+
+
+@pytest.mark.parametrize("joins", [False, True])
+@pytest.mark.parametrize("big_at", [False, True])
+def test_segment_orders_outputs_by_at_event_query_pair(joins, big_at):
+    import numpy as np
+
+    from vigil.group import EV_NAMES, Segment
+
+    rng = np.random.default_rng(7)
+    ids = [f"q{i}" for i in range(50)]
+    seg, rows = Segment(), []
+    for ev in ("matured", "update", "join") if joins else ("matured", "update"):
+        k = 300
+        qid, at = rng.integers(0, 50, k), rng.integers(0, 2**61 if big_at else 20, k)
+        r = rng.integers(0, 5, k) if ev == "join" else None
+        s = rng.integers(0, 5, k) if ev == "join" else None
+        seg.add(ev, qid, at, r=r, s=s)
+        rows += [(int(at[i]), EV_NAMES.index(ev), ids[qid[i]], -1 if r is None else int(r[i]), -1 if s is None else int(s[i]))
+                 for i in range(k)]
+    counts: dict[str, int] = {}
+    t = seg.table(ids, counts).to_pylist()
+    got = [(x["at"], EV_NAMES.index(x["event"]), x["id"], -1 if x["r"] is None else x["r"], -1 if x["s"] is None else x["s"])
+           for x in t]
+    want = sorted(rows, key=lambda x: (x[0], x[1], int(x[2][1:]), x[3], x[4]))
+    assert got == want and sum(counts.values()) == len(rows)

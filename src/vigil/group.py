@@ -75,6 +75,28 @@ class Cols:
 
 
 
+_EV_ARROW = pa.array(EV_NAMES, pa.string())
+
+
+def _names(ids: list[str], qid: np.ndarray) -> pa.Array:
+    """ids[qid] as an Arrow string array: a vectorised take when the outputs are many compared
+    with the queries (converting every id costs O(#queries)), else one lookup per output."""
+    if 8 * len(qid) >= len(ids):
+        return pc.take(pa.array(ids, pa.string()), pa.array(qid))
+    return pa.array([ids[q] for q in qid.tolist()], pa.string())
+
+
+def _order(ev: np.ndarray, qid: np.ndarray, at: np.ndarray, r: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The permutation sorting outputs by (at, event, qid, r, s): one argsort of a packed int64 key
+    when (at, event, qid) fit in 63 bits and there are no join pairs, else a lexsort."""
+    if not (r >= 0).any() and len(at):
+        a0, span = int(at.min()), int(at.max()) - int(at.min()) + 1
+        nq = int(qid.max()) + 1
+        if qid.min() >= 0 and span * len(EV_NAMES) * nq < 2**62:
+            return np.argsort(((at - a0) * len(EV_NAMES) + ev) * nq + qid, kind="stable")
+    return np.lexsort((s, r, qid, ev, at))
+
+
 class Segment:
     """Element outputs of one segment, sorted before they are emitted."""
 
@@ -117,14 +139,15 @@ class Segment:
         if self.parts:
             ev = np.concatenate([np.full(len(p[1]), p[0], np.int64) for p in self.parts])
             qid, at, r, s, v = (np.concatenate([p[k] for p in self.parts]) for k in (1, 2, 3, 4, 5))
-            o = np.lexsort((s, r, qid, ev, at))
-            for code in np.unique(ev):
-                out_counts[EV_NAMES[code]] = out_counts.get(EV_NAMES[code], 0) + int((ev == code).sum())
+            o = _order(ev, qid, at, r, s)
+            for code, c in enumerate(np.bincount(ev, minlength=len(EV_NAMES)).tolist()):
+                if c:
+                    out_counts[EV_NAMES[code]] = out_counts.get(EV_NAMES[code], 0) + c
             ev, qid, at, r, s, v = ev[o], qid[o], at[o], r[o], s[o], v[o]
             tables.append(pa.table(
                 {
-                    "event": pa.array([EV_NAMES[e] for e in ev.tolist()], pa.string()),
-                    "id": pa.array([ids[q] for q in qid.tolist()], pa.string()),
+                    "event": pc.take(_EV_ARROW, pa.array(ev)),
+                    "id": _names(ids, qid),
                     "at": pa.array(at, pa.int64()),
                     "value": pa.array(v, pa.float64(), mask=np.isnan(v)),
                     "keys": pa.nulls(len(o), pa.list_(pa.string())),
