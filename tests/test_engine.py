@@ -253,3 +253,23 @@ def test_segment_orders_outputs_by_at_event_query_pair(joins, big_at):
            for x in t]
     want = sorted(rows, key=lambda x: (x[0], x[1], int(x[2][1:]), x[3], x[4]))
     assert got == want and sum(counts.values()) == len(rows)
+
+
+@pytest.mark.parametrize("family", ["windows", "substream", "quantiles"])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_lookups_answered_in_runs_equal_one_by_one(family, data):
+    from unittest import mock
+
+    # a run of lookups at one position is answered with one lookup_many call per group; one by
+    # one (the run cut to single lookups) must give the same events in the same order
+    log = data.draw(logs(family))
+    at = data.draw(st.integers(0, log.stream.num_rows))
+    ids = [o["query"]["id"] for o in log.ops if o["op"] == "register"] + ["nope"]
+    extra = [{"op": "lookup", "at": at, "id": data.draw(st.sampled_from(ids))} for _ in range(data.draw(st.integers(2, 12)))]
+    log = Log(log.stream, log.ops + extra, log.quantile_epsilon, log.join_output)
+    batched = run_log(log)
+    with mock.patch.object(Engine, "_lookup_run", lambda self, ops, n: [self._apply(op, n) for op in ops]):
+        one_by_one = run_log(log)
+    assert one_by_one == batched
+    assert sum(r["event"] == "answer" for r in batched) + sum(r["event"] == "rejected" for r in batched) >= 2

@@ -41,6 +41,7 @@ from . import jsonline, registry
 from .errors import Unsupported
 from .events import ERROR_COLUMN, OUTPUT_SCHEMA, seq_column
 from .group import Cols, Group, Segment, monotone
+from .partial import Partial
 from .pending import Pending
 from .specs import SpecError, parse_query
 from .state import bytes_table, pack, table_bytes, unpack
@@ -48,37 +49,6 @@ from .state import bytes_table, pack, table_bytes, unpack
 # how the reasons of registers refused after a valid spec begin (sharded mode frees their ids)
 REFUSALS = ("unsupported by ", "the stream has no column ")
 _OP_FIELDS = {"register": {"op", "at", "query"}, "terminate": {"op", "at", "id"}, "lookup": {"op", "at", "id"}}
-
-
-# ----------------------------------------------------------------------------- sharded-mode hook
-
-
-class Partial:
-    """Sharded-mode hook (:mod:`vigil.pipeline.sharded`): this engine holds one shard and sees only
-    the part of the stream routed to it. Set ``engine.partial`` before ``add_operations`` /
-    ``process`` / ``finish``; with ``engine.partial = None`` (the default) nothing changes.
-
-    * ``own``: tag -> bool mask over the rows of the next ``process`` batch. A group whose
-      ``part_tag()`` is in ``own`` is fed only the rows whose mask is set; tags are
-      ``"key:<column>"`` (substream filters keyed by that column: the shard owns those keys),
-      ``"seq"`` (quantiles: the shard's part of the elements), ``"join:<left>\\x1f<left_on>\\x1f
-      <right>\\x1f<right_on>"`` (equality join groups: the shard's key partition of both
-      relations) and ``"rel"`` (band join groups, and the join history the engine keeps). Every received row is still validated against every group,
-      exactly as without the hook. A group whose tag is absent sees every row it receives.
-    * ``clock``: time column -> (seqs, times), seqs ascending, of the *whole* stream: a substream
-      lookup after element n takes t_now = the time at the last seq <= n (an engine that sees the
-      whole stream takes the time of its own last element, which is the same).
-    * ``summaries``: if a list, a quantile lookup appends ``(at, id, phi, summary)`` to it (the
-      operator's mergeable summary, ``QuantileOperator.summary``) instead of emitting its answer;
-      the caller merges the shards' summaries (``vigil.quantiles.merge_summaries``) and answers.
-    """
-
-    def __init__(self, own: dict[str, np.ndarray] | None = None,
-                 clock: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-                 summaries: list | None = None) -> None:
-        self.own = dict(own or {})
-        self.clock = dict(clock or {})
-        self.summaries = summaries
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -311,20 +281,58 @@ class Engine:
         if key is None:
             return self._reject_op(at, ident, f"query {ident!r} is not alive (matured or terminated)")
         g = self.groups[key]
-        if not hasattr(g, "lookup"):
+        if not hasattr(g, "lookup_many"):
             return self._reject_op(at, ident, f"lookup is not defined for {g.family} queries (they push events)")
         if self.partial is not None and self.partial.summaries is not None and hasattr(g, "summary"):
             self.partial.summaries.append((at, ident, float(json.loads(self.specs[qid])["phi"]), g.summary(qid, n)))
             self.counts["ops_applied"] += 1
             return None
-        value, keys = g.lookup(qid, n)
+        (value, keys), = g.lookup_many(np.array([qid], np.int64), n)
         self.counts["ops_applied"] += 1
         self._emit("answer", qid, at, value=value, keys=keys)
         return None
 
     def _apply_pending(self, upto: int) -> None:
-        for at, _, op in self.pending.take(self.pending.count_upto(upto)):
-            self._apply(op, max(at, self.position))
+        self._apply_all(self.pending.take(self.pending.count_upto(upto)))
+
+    def _apply_all(self, todo: list[tuple[int, int, dict]]) -> None:
+        """Apply operations in order; a run of lookups at one position is answered with one
+        ``lookup_many`` call per group (lookups change nothing, so only the answers' order,
+        kept, matters)."""
+        i = 0
+        while i < len(todo):
+            at, _, op = todo[i]
+            n = max(at, self.position)
+            j = i + 1
+            if op["op"] == "lookup" and self.partial is None:
+                while j < len(todo) and todo[j][2]["op"] == "lookup" and max(todo[j][0], self.position) == n:
+                    j += 1
+            if j - i > 1:
+                self._lookup_run([t[2] for t in todo[i:j]], n)
+            else:
+                self._apply(op, n)
+            i = j
+
+    def _lookup_run(self, ops: list[dict], n: int) -> None:
+        per: dict[str, list[int]] = {}
+        qids: list[int | None] = []
+        for k, op in enumerate(ops):
+            qid = self.by_id.get(op["id"])
+            key = None if qid is None else self.where.get(qid)
+            qids.append(qid)
+            if key is not None and hasattr(self.groups[key], "lookup_many"):
+                per.setdefault(key, []).append(k)
+        answers: dict[int, tuple] = {}
+        for key, ks in per.items():
+            got = self.groups[key].lookup_many(np.array([qids[k] for k in ks], np.int64), n)
+            answers.update(zip(ks, got, strict=True))
+        for k, op in enumerate(ops):
+            if k in answers:  # the others are rejected by _apply with its reasons
+                value, keys = answers[k]
+                self.counts["ops_applied"] += 1
+                self._emit("answer", qids[k], op["at"], value=value, keys=keys)
+            else:
+                self._apply(op, n)
 
     # ------------------------------------------------------------------ elements
     def process(self, batch: pa.Table) -> pa.Table:
@@ -526,8 +534,7 @@ class Engine:
 
     def finish(self) -> pa.Table:
         """End of input: apply every pending operation (after the last element)."""
-        for at, _, op in self.pending.take(len(self.pending)):
-            self._apply(op, max(at, self.position))
+        self._apply_all(self.pending.take(len(self.pending)))
         return self.take_outputs()
 
     def take_outputs(self) -> pa.Table:

@@ -43,9 +43,8 @@ class QuantileGroup(Group):
         if len(qids):
             seg.add("update", qids, seqs[offsets], value=values)
 
-    def lookup(self, qid, n):
-        v = float(self.op.lookup(np.array([qid], np.int64), n)[0])
-        return (None if math.isnan(v) else v), None
+    def lookup_many(self, qids, n):
+        return [(None if math.isnan(x) else x, None) for x in self.op.lookup(qids, n).tolist()]
 
     def summary(self, qid: int, n: int) -> np.ndarray:
         return self.op.summary(qid, n)

@@ -42,9 +42,9 @@ class WindowGroup(Group):
                 self.t_last = float(times[-1])
         self.op.push(vals, seqs, times)
 
-    def lookup(self, qid: int, n: int) -> tuple[float | None, list[str] | None]:
-        v = float(self.op.lookup(np.array([qid], np.int64), n, self.t_last)[0])
-        return (None if math.isnan(v) else v), None
+    def lookup_many(self, qids: np.ndarray, n: int) -> list[tuple[float | None, list[str] | None]]:
+        v = self.op.lookup(qids, n, self.t_last)
+        return [(None if math.isnan(x) else x, None) for x in v.tolist()]
 
 
 
@@ -81,10 +81,9 @@ class SubstreamGroup(Group):
         keys = self.codes.encode(cols.get(self.params["key"], "key")[0][rows])
         self.op.push(vals, times, keys, seqs)
 
-    def lookup(self, qid, n):
+    def lookup_many(self, qids, n):
         t_now = self.engine._t_now(self.params["time_column"], n, self.t_last)
-        codes = self.op.lookup(np.array([qid], np.int64), n, t_now)[0]
-        return None, sorted(self.codes.values[int(c)] for c in codes)
+        return [(None, sorted(self.codes.values[int(c)] for c in codes)) for codes in self.op.lookup(qids, n, t_now)]
 
     def state(self):
         return {**super().state(), "codes": self.codes.values}
