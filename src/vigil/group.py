@@ -10,7 +10,8 @@ instance per *signature* (``params_of(spec)``: the queries that can share one op
 - ``register(qid, spec, start)`` / ``terminate(qid)`` / ``terminate_many(qids)``;
 - ``feed(cols, rows, seqs, seg)``: push the rows it sees to its operator and add the operator's
   element outputs to the :class:`Segment` (``seg.add(event, qids, at, r=, s=, value=)``);
-- optionally ``lookup(qid, n) -> (value, keys)`` (queries answered on request), ``summary``
+- optionally ``lookup_many(qids, n) -> [(value, keys), ...]`` (queries answered on request; the
+  engine passes every lookup of a run at one position in one call), ``summary``
   (sharded quantiles), ``bootstrap(history)`` (``keeps_history`` groups: joins);
 - ``state()`` / ``load(state)`` for snapshots.
 
