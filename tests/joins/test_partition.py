@@ -40,22 +40,27 @@ def test_canonical_partition_is_optimal_and_stabs(iv):
 ops = st.lists(st.tuples(st.booleans(), st.integers(0, 40), st.integers(0, 10), st.integers(0, 10 ** 6)), max_size=120)
 
 
-@SETTINGS
-@given(ops=ops, eps=st.sampled_from([0.1, 0.5, 1.0]), relaxed=st.booleans())
-def test_dynamic_partition_lemma3(ops, eps, relaxed):
-    p = StabbingPartition(eps, relaxed)
+def replay(struct, ops):
+    """Insert / delete intervals in ``struct`` as ``ops`` say; after every update yields the alive
+    ids and their endpoints (lo, hi arrays)."""
     alive: list[int] = []
     nxt = 0
     for ins, a, b, pick in ops:
         if ins or not alive:
-            p.insert(nxt, a, a + b)
+            struct.insert(nxt, a, a + b)
             alive.append(nxt)
             nxt += 1
         else:
-            p.delete(alive.pop(pick % len(alive)))
+            struct.delete(alive.pop(pick % len(alive)))
+        yield alive, np.array([struct.iv[i][0] for i in alive]), np.array([struct.iv[i][1] for i in alive])
+
+
+@SETTINGS
+@given(ops=ops, eps=st.sampled_from([0.1, 0.5, 1.0]), relaxed=st.booleans())
+def test_dynamic_partition_lemma3(ops, eps, relaxed):
+    p = StabbingPartition(eps, relaxed)
+    for _alive, lo, hi in replay(p, ops):
         p.check()
-        lo = np.array([p.iv[i][0] for i in alive])
-        hi = np.array([p.iv[i][1] for i in alive])
         assert p.size() <= (1 + eps) * stabbing_number(lo, hi) + 1e-9
 
 
@@ -63,18 +68,8 @@ def test_dynamic_partition_lemma3(ops, eps, relaxed):
 @given(ops=ops, alpha=st.sampled_from([0.05, 0.2, 0.5]), eps=st.sampled_from([0.2, 1.0]))
 def test_hotspot_invariants(ops, alpha, eps):
     h = HotspotTracker(alpha, eps)
-    alive: list[int] = []
-    nxt = 0
-    for ins, a, b, pick in ops:
-        if ins or not alive:
-            h.insert(nxt, a, a + b)
-            alive.append(nxt)
-            nxt += 1
-        else:
-            h.delete(alive.pop(pick % len(alive)))
+    for _alive, lo, hi in replay(h, ops):
         h.check()  # I1 and consistency
-        lo = np.array([h.iv[i][0] for i in alive])
-        hi = np.array([h.iv[i][1] for i in alive])
         assert h.size() <= (1 + eps) * stabbing_number(lo, hi) + 2 / alpha + 1e-9  # I2
     assert h.moves <= 5 * h.updates  # I3 (amortized, Theorem 1)
 

@@ -20,9 +20,9 @@ from vigil.joins.partition import canonical_partition, make_partition, stabbing_
 from vigil.joins.partition_refined import RefinedStabbingPartition
 
 from .test_oracle import band, select
+from .test_partition import ops, replay
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-ops = st.lists(st.tuples(st.booleans(), st.integers(0, 40), st.integers(0, 10), st.integers(0, 10 ** 6)), max_size=120)
 
 
 def _canonical(p, alive):
@@ -36,25 +36,18 @@ def _canonical(p, alive):
 @given(ops=ops, eps=st.sampled_from([0.1, 0.5, 1.0, 3.0]), relaxed=st.booleans())
 def test_refined_partition_valid_bounded_one_group_per_update(ops, eps, relaxed):
     p = RefinedStabbingPartition(eps, relaxed)
+    r0 = p.reconstructions
+    p.drain_dirty()
     alive: list[int] = []
-    nxt = 0
-    for ins, a, b, pick in ops:
-        r0 = p.reconstructions
-        p.drain_dirty()
-        if ins or not alive:
-            p.insert(nxt, a, a + b)
-            alive.append(nxt)
-            nxt += 1
-        else:
-            p.delete(alive.pop(pick % len(alive)))
+    for alive, lo, hi in replay(p, ops):
         p.check()
         if p.reconstructions == r0:
             assert len(p.drain_dirty()) == 1  # A.2: each update touches one group
         else:  # the reconstruction (Fig. 21) outputs the greedy partition of Lemma 1
             assert {(p.point[g], frozenset(m)) for g, m in p.groups.items()} == _canonical(p, alive)
-        lo = np.array([p.iv[i][0] for i in alive])
-        hi = np.array([p.iv[i][1] for i in alive])
         assert p.size() <= (1 + eps) * stabbing_number(lo, hi) + 1e-9
+        r0 = p.reconstructions
+        p.drain_dirty()
     p.rebuild()
     p.check()
     assert {(p.point[g], frozenset(m)) for g, m in p.groups.items()} == _canonical(p, alive)
@@ -84,18 +77,8 @@ def test_reconstruction_with_many_singletons_inside_groups():
 @given(ops=ops, alpha=st.sampled_from([0.05, 0.2, 0.5]), eps=st.sampled_from([0.2, 1.0]))
 def test_hotspot_invariants_on_refined_partition(ops, alpha, eps):
     h = HotspotTracker(alpha, eps, partition="refined")
-    alive: list[int] = []
-    nxt = 0
-    for ins, a, b, pick in ops:
-        if ins or not alive:
-            h.insert(nxt, a, a + b)
-            alive.append(nxt)
-            nxt += 1
-        else:
-            h.delete(alive.pop(pick % len(alive)))
+    for _alive, lo, hi in replay(h, ops):
         h.check()
-        lo = np.array([h.iv[i][0] for i in alive])
-        hi = np.array([h.iv[i][1] for i in alive])
         assert h.size() <= (1 + eps) * stabbing_number(lo, hi) + 2 / alpha + 1e-9  # I2
     assert h.moves <= 5 * h.updates  # I3
 
