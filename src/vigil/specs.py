@@ -322,7 +322,9 @@ class QuantileSpec(_Spec):
     phi: Number
     epsilon: Number
     rows: StrictInt | None = Field(default=None, ge=1)
-    notify: StrictBool = False
+    # True: one update per query whose value changes; "cluster": the query follows its cluster's
+    # value (cluster / cluster_update events, docs/contract.md)
+    notify: StrictBool | Literal["cluster"] = False
 
     @field_validator("phi")
     @classmethod
