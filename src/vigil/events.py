@@ -129,6 +129,11 @@ def output_rows(table: pa.Table) -> list[dict[str, Any]]:
                 d["value"] = None if v is None or (isinstance(v, float) and math.isnan(v)) else _num(v)
         elif ev == "join":
             d["r"], d["s"] = row["r"], row["s"]
+        elif ev in ("cluster", "cluster_update"):  # notify "cluster" quantile queries: the number in r
+            d["cluster"] = row["r"]
+            if ev == "cluster_update":
+                v = row["value"]
+                d["value"] = None if v is None or (isinstance(v, float) and math.isnan(v)) else _num(v)
         elif ev in ("rejected", "late"):
             d["reason"] = row["reason"]
         out.append(d)

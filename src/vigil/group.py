@@ -36,8 +36,9 @@ import pyarrow.compute as pc
 
 from .events import OUTPUT_SCHEMA, key_column, key_equals, numeric_column, weight_column
 
-# event codes used while a segment's outputs are sorted (at equal position, in this order)
-EV_NAMES = ["rejected", "matured", "join", "affected", "update"]
+# event codes used while a segment's outputs are sorted (at equal position, in this order);
+# cluster / cluster_update: quantile queries with "notify": "cluster" (the cluster number in ``r``)
+EV_NAMES = ["rejected", "matured", "join", "affected", "update", "cluster", "cluster_update"]
 EV = {n: i for i, n in enumerate(EV_NAMES)}
 
 
@@ -80,11 +81,13 @@ _EV_ARROW = pa.array(EV_NAMES, pa.string())
 
 
 def _names(ids: list[str], qid: np.ndarray) -> pa.Array:
-    """ids[qid] as an Arrow string array: a vectorised take when the outputs are many compared
-    with the queries (converting every id costs O(#queries)), else one lookup per output."""
+    """ids[qid] as an Arrow string array (qid < 0: null, an event of no query, e.g. cluster_update):
+    a vectorised take when the outputs are many compared with the queries (converting every id
+    costs O(#queries)), else one lookup per output."""
     if 8 * len(qid) >= len(ids):
-        return pc.take(pa.array(ids, pa.string()), pa.array(qid))
-    return pa.array([ids[q] for q in qid.tolist()], pa.string())
+        neg = qid < 0
+        return pc.take(pa.array(ids, pa.string()), pa.array(qid, mask=neg if neg.any() else None))
+    return pa.array([ids[q] if q >= 0 else None for q in qid.tolist()], pa.string())
 
 
 def _order(ev: np.ndarray, qid: np.ndarray, at: np.ndarray, r: np.ndarray, s: np.ndarray) -> np.ndarray:
