@@ -91,8 +91,9 @@ def _check_quantiles(log: Log, expected: list[dict], got: list[dict], skip: set[
 
     # update events (notify queries) differ between implementations: each is checked on its own
     check_quantile_updates(log, got, skip)
-    expected = [r for r in expected if r["event"] != "update"]
-    got = [r for r in got if r["event"] != "update"]
+    pushed = ("update", "cluster", "cluster_update")
+    expected = [r for r in expected if r["event"] not in pushed]
+    got = [r for r in got if r["event"] not in pushed]
     assert [(r["event"], r["id"], r["at"]) for r in got] == [(r["event"], r["id"], r["at"]) for r in expected]
     specs = {op["query"]["id"]: op["query"] for op in log.ops if op.get("op") == "register"}
     starts = _starts(log)
@@ -117,7 +118,8 @@ def check_quantile_updates(log: Log, got: list[dict], skip: set[str] = frozenset
     updates start at its first element, each carries a value different from the previous one, and
     at every position from its first element until it ends the latest value is a valid answer
     over the query's window (within max(eps_q, summary eps)*N + 1 of rank max(1, ceil(phi*N)));
-    queries without notify get no update. Rows of the stream are assumed to have seq = row + 1."""
+    queries without notify get no update. ``"notify": "cluster"`` queries: see
+    :func:`_check_cluster_notify`. Rows of the stream are assumed to have seq = row + 1."""
     from .quantiles.oracle import rank_error_ok
 
     specs = {op["query"]["id"]: op["query"] for op in log.ops if op.get("op") == "register"}
@@ -134,10 +136,14 @@ def check_quantile_updates(log: Log, got: list[dict], skip: set[str] = frozenset
     for r in got:
         if r["event"] == "update":
             ups.setdefault(r["id"], []).append((r["at"], math.nan if r["value"] is None else r["value"]))
+    follow = _check_cluster_notify(log, got, specs, starts, ends, applied)
     for qid, q in specs.items():
         if qid in applied:
             continue
         u = ups.get(qid, [])
+        if q.get("notify") == "cluster":
+            assert not u, f"{qid}: update events for a notify 'cluster' query"
+            u = follow.get(qid, [])
         if not q.get("notify"):
             assert not u, f"{qid}: updates for a query without notify"
             continue
@@ -151,7 +157,7 @@ def check_quantile_updates(log: Log, got: list[dict], skip: set[str] = frozenset
         assert ats == sorted(set(ats)), f"{qid}: several updates at one position or out of order: {ats}"
         assert all(a <= end for a in ats), f"{qid}: update after its end {end}"
         for (_, v0), (_, v1) in zip(u, u[1:], strict=False):
-            assert v0 != v1, f"{qid}: an update repeats the value {v1}"
+            assert q.get("notify") == "cluster" or v0 != v1, f"{qid}: an update repeats the value {v1}"
         vals, ok = _column(log.stream, q["column"])
         eps = max(q["epsilon"], log.quantile_epsilon)
         k = 0
@@ -163,6 +169,51 @@ def check_quantile_updates(log: Log, got: list[dict], skip: set[str] = frozenset
                 lo = max(lo, n - q["rows"] + 1)
             window = vals[lo - 1:n][ok[lo - 1:n]]
             assert rank_error_ok(window, u[k][1], q["phi"], eps), (qid, n, u[k], sorted(window.tolist()), eps)
+
+
+def _check_cluster_notify(log: Log, got: list[dict], specs: dict, starts: dict, ends: dict,
+                          applied: set) -> dict[str, list[tuple[int, float]]]:
+    """``"notify": "cluster"`` queries (docs/contract.md): ``cluster`` events name a query's cluster
+    (the first at its first element, then one per move, each to another cluster, none after its
+    end), ``cluster_update`` events (id null) a cluster's value (one per cluster and position,
+    consecutive values differ). Returns, per such query, the value it shows as (position, value)
+    at each position where it may change (its cluster events and its clusters' updates), which
+    :func:`check_quantile_updates` checks at every position like a query's own updates."""
+    cl: dict[str, list[tuple[int, int]]] = {}
+    cu: dict[int, list[tuple[int, float]]] = {}
+    for r in got:
+        if r["event"] == "cluster":
+            assert specs.get(r["id"], {}).get("notify") == "cluster", f"cluster event for {r['id']}"
+            cl.setdefault(r["id"], []).append((r["at"], r["cluster"]))
+        elif r["event"] == "cluster_update":
+            assert r["id"] is None, r
+            cu.setdefault(r["cluster"], []).append((r["at"], math.nan if r["value"] is None else r["value"]))
+    for c, u in cu.items():
+        ats = [a for a, _ in u]
+        assert ats == sorted(set(ats)), f"cluster {c}: several updates at one position or out of order: {ats}"
+        for (_, v0), (_, v1) in zip(u, u[1:], strict=False):
+            assert v0 != v1, f"cluster {c}: an update repeats the value {v1}"
+    follow: dict[str, list[tuple[int, float]]] = {}
+    for qid, moves in cl.items():
+        if qid in applied:
+            continue
+        ats = [a for a, _ in moves]
+        assert ats == sorted(set(ats)), f"{qid}: several cluster events at one position or out of order: {ats}"
+        end = min(ends.get(qid, log.stream.num_rows), log.stream.num_rows)
+        assert ats[0] == starts[qid] + 1 and ats[-1] <= end, f"{qid}: cluster events {moves} outside its life"
+        for (_, c0), (_, c1) in zip(moves, moves[1:], strict=False):
+            assert c0 != c1, f"{qid}: a cluster event repeats cluster {c1}"
+        # the value q shows: at each of its moves and each update of its cluster while it is in it
+        pts = []
+        for i, (a, c) in enumerate(moves):
+            b = moves[i + 1][0] if i + 1 < len(moves) else end + 1
+            hist = cu.get(c, [])
+            before = [v for t, v in hist if t <= a]
+            assert before, f"{qid}: cluster {c} has no value at {a}"
+            pts.append((a, before[-1]))
+            pts += [(t, v) for t, v in hist if a < t < b]
+        follow[qid] = pts
+    return follow
 
 
 def _check_substream(log: Log, expected: list[dict], got: list[dict]) -> None:
@@ -365,7 +416,7 @@ def quantile_logs(draw, max_rows: int = 40) -> Log:
         if draw(st.booleans()):
             q["rows"] = draw(st.integers(1, 15))
         if draw(st.booleans()):
-            q["notify"] = True
+            q["notify"] = draw(st.sampled_from([True, "cluster"]))
         return q
 
     return Log(pa.table({"v": pa.array(v, pa.int64())}), _ops_strategy(draw, n, make, lookups=True),
