@@ -25,6 +25,7 @@ IMPLEMENTATIONS: dict[str, dict[str, str]] = {
         "bint": "vigil.windows.bint:BInt",
         "slickdeque": "vigil.windows.slickdeque:SlickDeque",
         "bint_qnt": "vigil.windows.bint_qnt:BIntQnt",
+        "wavelet_qnt": "vigil.windows.wavelet_qnt:WaveletQnt",
         "auto": "vigil.windows.auto:Auto",
         "lint": "vigil.windows.lint:LInt",
         "psoup": "vigil.windows.psoup:PSoup",
