@@ -61,7 +61,7 @@ def test_default_agrees_with_duckdb_window_functions(agg, time_based):
             assert got == pytest.approx(float(want), rel=1e-12, abs=1e-12), (agg, time_based, left, right)
 
 
-MEM_IMPLS = [("rint", "sum"), ("bint", "max"), ("bint_qnt", "quantile"), ("slickdeque", "min"), ("psoup", "sum"),
+MEM_IMPLS = [("rint", "sum"), ("bint", "max"), ("bint_qnt", "quantile"), ("wavelet_qnt", "quantile"), ("slickdeque", "min"), ("psoup", "sum"),
              ("lint", "sum"), ("materialize_none", "avg"), ("materialize_all", "sum"), ("auto", "max")]
 
 

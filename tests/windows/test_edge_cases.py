@@ -10,7 +10,7 @@ import pytest
 
 from vigil.checks import Log, check_family, run_log
 
-IMPLS = ["rint", "bint", "lint", "bint_qnt", "slickdeque", "psoup", "materialize_all", "materialize_none", "auto"]
+IMPLS = ["rint", "bint", "lint", "bint_qnt", "wavelet_qnt", "slickdeque", "psoup", "materialize_all", "materialize_none", "auto"]
 
 
 def q(i, agg, rows=None, time=None, phi=None):

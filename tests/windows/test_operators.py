@@ -23,6 +23,7 @@ SERVES = {
     "bint": ("sum", "count", "avg", "min", "max"),
     "lint": ("sum", "count", "avg", "min", "max"),
     "bint_qnt": ("quantile",),
+    "wavelet_qnt": ("quantile",),
     "slickdeque": ("min", "max"),
     "psoup": ("sum", "count", "avg", "min", "max"),
     "materialize_all": ("sum", "count", "avg"),
