@@ -45,6 +45,11 @@ a member deadline visits only that front part. A member keeps a value only if it
 least ``mkeep`` (1) times as long as the cluster's value, so kept values do not expire one by one.
 Update events measured in docs/experiments/quantiles.md.
 
+Cluster notification (``lazy`` < 0, the paper's message model: "cluster"-mode notify queries,
+docs/contract.md): members always hold their cluster's value, so no member is walked; a cluster
+whose value changed writes one record (cluster id, offset, value, previous value) instead of one
+per member, and the cost of a change is O(1) whatever the cluster's size.
+
 The kernel writes per-query updates (qid, offset, value, previous value) in offset order;
 :func:`order_updates` orders each offset's updates by qid (a radix sort per offset, no global
 sort), so ``push`` returns them in (offset, qid) order.
@@ -307,10 +312,19 @@ def _fire(c, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, c
     trigger, the naive baseline); walk its members when its value changed or a member's deadline
     is before ``horizon``; its heap key becomes min(own deadline, members' deadlines)."""
     changed = False
+    prev = cval[c]
     if forced or cdead[c] < horizon or cforce[c]:
         meta[M_FIRES] += 1
         changed = _evaluate(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, mode == 2, meta)
-    if changed or sdead[c] < horizon:
+    if lazy < 0:  # notify "cluster": one record (cluster id, offset, value, previous value), no member walk
+        if changed:
+            k = meta[M_NOUT]
+            out_q[k] = c
+            out_off[k] = off
+            out_val[k] = cval[c]
+            out_prev[k] = prev
+            meta[M_NOUT] = k + 1
+    elif changed or sdead[c] < horizon:
         sdead[c] = _members(c, v, lo, hi, m, n, eps, lazy, mkeep, horizon, changed, cval, cdead, head, tail, nxt, prv,
                             slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev, meta)
     cat[c] = n

@@ -1,7 +1,15 @@
-"""The quantiles family's engine adapter: one QuantileOperator per (column, rows window).
+"""The quantiles family's engine adapter: one QuantileOperator per (column, rows window, notify
+mode).
 
 Notify queries (``"notify": true``) get ``update`` events ``{"event": "update", "id", "at",
-"value"}`` from the operator's push (docs/contract.md); other queries answer on lookup."""
+"value"}`` from the operator's push (docs/contract.md); other queries answer on lookup. Queries
+with ``"notify": "cluster"`` form groups of their own (the mode is part of the group's params)
+and follow their cluster's value: ``cluster`` events (the query shows cluster c's value from this
+element on; the cluster number travels in the output's ``r`` column) and ``cluster_update`` events
+(id null: cluster c's value from this element on). Operators with clusters (``serves_clusters``:
+casu, csu, su, naive) report both; the others (oracle, sliding) serve the mode with one cluster
+per query, numbered by the query's qid (unique in a run, as every cluster number is).
+"""
 
 from __future__ import annotations
 
@@ -21,11 +29,17 @@ class QuantileGroup(Group):
 
     @staticmethod
     def params_of(spec: QuantileSpec) -> dict[str, Any]:
-        return {"column": spec.column, "rows": spec.rows}
+        p: dict[str, Any] = {"column": spec.column, "rows": spec.rows}
+        if spec.notify == "cluster":
+            p["notify"] = "cluster"
+        return p
 
     def __init__(self, engine, params):
         super().__init__(engine, params)
         self.op = engine.impl("quantiles")(engine.quantile_epsilon, params["rows"])
+        self.cluster = params.get("notify") == "cluster"
+        self.native = self.cluster and bool(getattr(self.op, "serves_clusters", False))
+        self.fresh: set[int] = set()  # per-query clusters: queries whose cluster event is still due
 
     def part_tag(self):
         return "seq"
@@ -36,15 +50,47 @@ class QuantileGroup(Group):
     def register(self, qid, spec, start):
         if spec.notify and self.engine.partial is not None:
             raise Unsupported("notify quantile queries are not served in sharded mode (shards hold parts of the stream)")
-        self.op.register(qid, float(spec.phi), float(spec.epsilon), start, notify=bool(spec.notify))
+        notify = spec.notify if self.native or not self.cluster else True
+        self.op.register(qid, float(spec.phi), float(spec.epsilon), start, notify=notify)
+        if self.cluster and not self.native:
+            self.fresh.add(qid)
+
+    def terminate(self, qid):
+        self.fresh.discard(qid)
+        self.op.terminate(qid)
 
     def feed(self, cols, rows, seqs, seg):
         qids, offsets, values = self.op.push(cols.get(self.params["column"], "num")[0][rows], seqs)
-        if len(qids):
-            seg.add("update", qids, seqs[offsets], value=values)
+        if not self.cluster:
+            if len(qids):
+                seg.add("update", qids, seqs[offsets], value=values)
+            return
+        if self.native:
+            (mq, mo, mc), (cq, co, cv) = self.op.cluster_events()
+            seg.add("cluster", mq, seqs[mo], r=mc)
+            seg.add("cluster_update", np.full(len(cq), -1, np.int64), seqs[co], r=cq, value=cv)
+            return
+        if not len(qids):
+            return
+        # one cluster per query, numbered by its qid: its cluster event comes with its first update
+        if self.fresh:
+            f = np.fromiter(self.fresh, np.int64, len(self.fresh))
+            hit = np.flatnonzero(np.isin(qids, f))
+            _, first = np.unique(qids[hit], return_index=True)
+            idx = hit[first]
+            seg.add("cluster", qids[idx], seqs[offsets[idx]], r=qids[idx])
+            self.fresh.difference_update(qids[idx].tolist())
+        seg.add("cluster_update", np.full(len(qids), -1, np.int64), seqs[offsets], r=qids, value=values)
 
     def lookup_many(self, qids, n):
         return [(None if math.isnan(x) else x, None) for x in self.op.lookup(qids, n).tolist()]
 
     def summary(self, qid: int, n: int) -> np.ndarray:
         return self.op.summary(qid, n)
+
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "fresh": np.array(sorted(self.fresh), np.int64)}
+
+    def load(self, s: dict[str, Any]) -> None:
+        super().load(s)
+        self.fresh = set(np.asarray(s.get("fresh", ()), np.int64).tolist())
