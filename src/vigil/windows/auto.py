@@ -9,9 +9,12 @@ docs/experiments/windows.md):
   O(gamma N_max), update O(gamma)), the others and historical time windows on B-INT (§3.1.1); a
   further structure is created only when the group's first query routed to it registers (it sees
   the elements from then on, which is all a query registered then may count);
-* QUANTILE: B-INT-QNT (§3.3); windows of <= :data:`QUANTILE_DIRECT` elements are answered by a
-  quickselect over the raw value ring inside the same batch kernel (cheaper than gathering their
-  scattered pieces; the same element is selected).
+* QUANTILE: ``wavelet_qnt`` (:mod:`vigil.windows.wavelet_qnt`), which keeps B-INT-QNT (§3.3) and
+  routes every lookup by its window's width inside one batch kernel: <= :data:`QUANTILE_DIRECT`
+  elements by a sorting network over the raw value ring, up to 16,385 elements by one
+  range-quantile walk over the wavelet matrix of the block holding the window (O(log W) reads),
+  wider windows (and windows in the newest, not yet built block) by B-INT-QNT's selection over
+  sorted pieces; the same element is selected on every path.
 
 Bounds: those of the chosen algorithm(s); at most three structures per group (MIN/MAX).
 """
@@ -29,6 +32,7 @@ from .bint_qnt import BIntQnt
 from .lint import LInt
 from .rint import RInt
 from .slickdeque import SlickDeque
+from .wavelet_qnt import WaveletQnt
 
 # MIN/MAX over suffix windows: "slickdeque" or "bint" (set from the fig10/fig11 measurements)
 MINMAX_SUFFIX = "slickdeque"
@@ -37,12 +41,15 @@ MINMAX_SUFFIX = "slickdeque"
 # B-INT 0.64-2.1e7); wider spreads of widths go to B-INT (O(N_max) space, O(1) update whatever
 # the widths)
 LINT_GAMMA = 2
-# QUANTILE windows of <= this many elements: quickselect over the raw value ring instead of the
-# §3.3 selection over scattered sorted pieces (measured at N_max = 1e5, batches of 10,000, load ~2:
-# W = 1: 3.4e7 vs 6.4e6 lookups/s; W = 10: 5.1e6 vs 3.9e6; W = 30: equal; W = 100: the pieces win)
+# QUANTILE windows of <= this many elements: a sorting network over the raw value ring instead of
+# the wavelet walk (fig11 workload, N_max = 1e5, batches of 10,000, CPU time per lookup, load ~5:
+# W = 2: 52 vs 116 ns; W = 8: 47 vs 83; W = 10: 60 vs 80; W = 12: 64 vs 83; W = 16: 82 vs 78)
 QUANTILE_DIRECT = 16
+# the QUANTILE structure: "wavelet_qnt" (wavelet matrices + B-INT-QNT) or "bint_qnt" alone
+QUANTILE_MAIN = "wavelet_qnt"
 
-_CLASSES = {"rint": RInt, "bint": BInt, "bint_qnt": BIntQnt, "slickdeque": SlickDeque, "lint": LInt}
+_CLASSES = {"rint": RInt, "bint": BInt, "bint_qnt": BIntQnt, "wavelet_qnt": WaveletQnt, "slickdeque": SlickDeque,
+            "lint": LInt}
 _SUBS = ("main", "hist", "lint")  # route code -> sub name
 
 
@@ -59,7 +66,7 @@ class Auto(WindowOperator):
         if self.agg in ("sum", "count", "avg"):
             return "rint"
         if self.agg == "quantile":
-            return "bint_qnt"
+            return QUANTILE_MAIN
         return self.minmax_suffix
 
     def _sub(self, which: str) -> Any:
