@@ -77,6 +77,7 @@ def load(kind: str, nq: int, ns: int, seed: int, n_arr: int, key_spread=None, a_
         t = ns + np.arange(n_arr, dtype=np.float64) if kind == "window" else np.full(n_arr, np.nan)
     op.seq = 2 * ns + 10
     push(op, key[:1], x[:1], t[:1])  # builds the statistics (first probe after the registrations)
+    op.choose("left", key[1:3], x[1:3], t[1:3])  # and loads the batch router's kernel
     return op, key[1:], x[1:], t[1:]
 
 
@@ -209,32 +210,43 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
                  "selection_rate": float(np.mean(st["np"]) / max(nq, 1))}
         algos = list(op.choices) + ["dynamic"]
         secs = dict.fromkeys(algos, 0.0)
+        chunk: dict[str, list[float]] = {a: [] for a in algos}  # CPU time of each chunk (thread_time)
         dec = np.zeros(len(op.choices), np.int64)
         route = 0.0
         pos = 0
         t_all = time.perf_counter()
         # interleaved: each chunk of `batch` tuples is pushed by every strategy in turn, so a
-        # change of load on the shared machine hits them alike
+        # change of load on the shared machine hits them alike; the order rotates from chunk
+        # to chunk, so that no strategy always runs right after (on the caches warmed by) another
+        k = 0
         while time.perf_counter() - t_all < budget * len(algos) and pos + batch <= n_arr:
             sl = slice(pos, pos + batch)
-            for algo in algos:
+            for algo in algos[k % len(algos):] + algos[: k % len(algos)]:
                 op.force = None if algo == "dynamic" else algo
                 d0, r0 = op.decisions.copy(), op.route_seconds
-                t0 = time.perf_counter()
+                c0, t0 = time.thread_time(), time.perf_counter()
                 push(op, key[sl], x[sl], t[sl])
                 secs[algo] += time.perf_counter() - t0
+                chunk[algo].append(time.thread_time() - c0)
                 if algo == "dynamic":
                     dec += op.decisions - d0
                     route += op.route_seconds - r0
             pos += batch
+            k += 1
         for algo in algos:
-            extra = {"point": point, "rate_per_s": pos / secs[algo], "batch": batch}
+            extra = {"point": point, "rate_per_s": pos / secs[algo], "batch": batch,
+                     "cpu_rate_per_s": pos / sum(chunk[algo])}
             if algo == "dynamic":
                 extra["breakdown"] = {c: int(v) for c, v in zip(op.choices, dec, strict=True)}
                 extra["route_fraction"] = route / secs[algo]
+                # CPU time (a preempted chunk does not count), median over chunks of static / dynamic
+                extra["paired_speedup"] = {c: float(np.median(np.array(chunk[c]) / np.array(chunk["dynamic"])))
+                                           for c in op.choices}
             results.append(Result(algo, secs[algo], pos, extra=extra))
-            console.log(f"{preset} {cfg['key']}={label} {algo}: {pos / secs[algo]:,.0f} tuples/s"
-                        + (f" (routing {100 * extra['route_fraction']:.1f}% of the time; {extra['breakdown']})"
+            console.log(f"{preset} {cfg['key']}={label} {algo}: {pos / secs[algo]:,.0f} tuples/s "
+                        f"({extra['cpu_rate_per_s']:,.0f} per CPU second)"
+                        + (f" (routing {100 * extra['route_fraction']:.1f}% of the time; {extra['breakdown']}; "
+                           f"median per chunk of static / dynamic time {extra['paired_speedup']})"
                            if algo == "dynamic" else ""))
         op.force = None
         s = slice(0, n_opt)

@@ -41,10 +41,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from . import _route_select as rs
 from . import band, select, window
 from ._base import SIDES, JoinBase
 from .costs import MODELS, costs, features, load_params
-from .histograms import IntervalHistogram, KeyHistogram, route_select
+from .histograms import IntervalHistogram, KeyHistogram
 from .select import COLS
 
 PLANS: dict[str, dict[str, type]] = {
@@ -71,14 +72,22 @@ def _merge(outs):
 class Dynamic(JoinBase):
     name = "dynamic"
     plans: ClassVar[dict[str, dict[str, type]]] = PLANS  # the join types served
-    force: ClassVar[str | None] = None  # tests: route every tuple to this plan
+    force: ClassVar[str | None] = None  # tests, bench: every tuple to this plan, no routing
     cost_file: ClassVar[str | None] = None
+    # select router's choice rule (vigil.joins._route_select; chosen by measurement, see
+    # docs/experiments/joins.md): margins (us, fraction of the incumbent's estimate), the fixed
+    # cost of one more sub-batch (us), the per-tuple weight of the incumbent's average
+    margin_abs: ClassVar[float] = 0.0
+    margin_rel: ClassVar[float] = 0.0
+    split_us: ClassVar[float] = 0.0
+    alpha: ClassVar[float] = 0.01
 
     def __init__(self, kind: str, output: str = "pairs") -> None:
         super().__init__(kind, output)
         self.choices = tuple(PLANS[kind])
         self.route = {c: cls(self) for c, cls in PLANS[kind].items()}
-        self._pvec: np.ndarray | None = None  # select: the parameters in route_select's order
+        self._sv: dict[str, np.ndarray] = {}  # select: the router's state vector per arriving side
+        self._sv_old: dict[str, np.ndarray] = {}  # the last ones (incumbent, averages carried over)
         self.params = load_params(self.cost_file)[kind]
         self.stale = set(self.choices)
         self.keyhist = {s: KeyHistogram() for s in SIDES}
@@ -86,7 +95,8 @@ class Dynamic(JoinBase):
         self.shist = {s: IntervalHistogram() for s in SIDES}
         self.decisions = np.zeros(len(self.choices), np.int64)
         self.route_seconds = 0.0
-        self.last_choice = np.empty(0, np.int64)
+        self.last_choice = np.empty(0, np.int64)  # the last batch split between plans
+        self._out = np.empty(0, np.int64)
         self._scal: dict = {}
 
     @property
@@ -96,7 +106,8 @@ class Dynamic(JoinBase):
     @params.setter
     def params(self, p: dict) -> None:
         self._params = p
-        self._pvec = None
+        self._sv = {}
+        self._fast: dict[str, tuple] = {}
         self._band_state: tuple | None = None
         self._band_choice = 0
 
@@ -158,6 +169,7 @@ class Dynamic(JoinBase):
                 sc[s]["tau"] = self.route["ssi"].part[s].size()
         sc["wmax"] = float(rows[:, 4].max()) if len(rows) else 0.0
         self._scal = sc
+        self._sv_old, self._sv, self._fast = {**self._sv_old, **self._sv}, {}, {}
 
     # ------------------------------------------------------------------ statistics
 
@@ -226,19 +238,44 @@ class Dynamic(JoinBase):
                 c = costs("band", self.params, features("band", self.stats(side, key[:1], x[:1], t[:1])), 1, self.choices)
                 self._band_state, self._band_choice = st, int(np.argmin(c[0]))
             return np.full(len(key), self._band_choice, np.int64)
-        if self.kind == "select":  # one numba pass (no per-tuple Python, few per-batch numpy calls)
-            o = _other(side)
-            kh, nh, sh, sc = self.keyhist[o], self.nhist[side], self.shist[side], self._scal[side]
-            kh.sync(self.sides[o].keys.view)
-            if self._pvec is None:
-                self._pvec = np.array([self.params[c][p] for c, terms in MODELS["select"].items() for p, _ in terms])
-            return route_select(key, x, kh.lo, 0.0 if kh.empty else kh.w, kh.counts,
-                                nh.e0, nh.w, nh.h, float(nh.n_left), float(nh.n_right),
-                                sh.e0, sh.w, sh.h, float(sh.n_left), float(sh.n_right),
-                                float(len(self.sides[o].seqs)), float(self._scal["Q"]), float(sc["QS"]),
-                                sc["sum_sqrt_hot"], self._pvec, np.empty(len(key), np.int64))
+        if self.kind == "select":
+            ch = np.empty(len(key), np.int64)
+            first = self._route_select(side, key, x, ch)
+            if first >= 0:
+                ch[:] = first
+            return ch
         c = self.estimated_costs(side, key, x, t)
         return np.argmin(c, axis=1).astype(np.int64)
+
+    def _select_state(self, side: str) -> np.ndarray:
+        """The select router's state vector for tuples arriving on ``side`` (rebuilt after the
+        queries, the parameters or the key histogram's span changed)."""
+        o = _other(side)
+        kh, keys = self.keyhist[o], self.sides[o].keys.view
+        if len(keys) > kh.seen:
+            kh.sync(keys)
+        sv = self._sv.get(side)
+        if sv is None or sv[rs.KLO] != kh.lo or sv[rs.KW] != (0.0 if kh.empty else kh.w):
+            sc = self._scal[side]
+            pv = np.array([self.params[c][p] for c, terms in MODELS["select"].items() for p, _ in terms])
+            old = sv if sv is not None else self._sv_old.get(side)
+            sv = self._sv[side] = rs.state(kh, self.nhist[side], self.shist[side], float(self._scal["Q"]),
+                                           float(sc["QS"]), sc["sum_sqrt_hot"], pv, self.margin_abs,
+                                           self.margin_rel, self.split_us, self.alpha, old)
+            self._fast[side] = (kh, self.sides[o].keys, sv)
+        return sv
+
+    def _route_select(self, side, key, x, out) -> int:
+        """Select joins: the plans of the batch into ``out``; the plan if all got the same, else -1."""
+        fast = self._fast.get(side)
+        if fast is not None and len(fast[1]) == fast[0].seen:  # no stored key to absorb
+            sv = fast[2]
+        else:
+            sv = self._select_state(side)
+        S = float(self._fast[side][0].seen)
+        if len(key) == 1:
+            return rs.route_one(key[0], x[0], S, sv)
+        return rs.route_batch(key, x, S, sv, out)
 
     # ------------------------------------------------------------------ probing
 
@@ -272,14 +309,24 @@ class Dynamic(JoinBase):
         batch by plan and merging the plans' outputs (everything but the plans' probes)."""
         if side not in self._ready:
             self._prepare(side)
+        if self.force is not None:
+            self.decisions[self.choices.index(self.force)] += len(key)
+            return self._run(self.force, side, seqs, key, x, t, mode)
         t0 = time.perf_counter()
-        ch = self.choose(side, key, x, t)
-        self.last_choice = ch
-        first = int(ch[0])
-        if (ch == first).all():
-            self.decisions[first] += len(ch)
+        if self.kind == "select":
+            if len(self._out) < len(key):
+                self._out = np.empty(2 * len(key), np.int64)
+            ch = self._out[: len(key)]
+            first = self._route_select(side, key, x, ch)
+        else:
+            ch = self.choose(side, key, x, t)
+            first = int(ch[0]) if (ch == ch[0]).all() else -1
+        if first >= 0:
+            self.decisions[first] += len(key)
             self.route_seconds += time.perf_counter() - t0
             return self._run(self.choices[first], side, seqs, key, x, t, mode)
+        ch = ch.copy()
+        self.last_choice = ch
         outs = []
         probe = 0.0
         for c in np.unique(ch).tolist():

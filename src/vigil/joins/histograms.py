@@ -16,8 +16,8 @@
   or right of the span are answered exactly by the counts of ranges unbounded on that side. A
   range whose finite end falls outside the span marks the histogram stale; the owner rebuilds
   it from the alive ranges (O(n + n x buckets touched)), with a 10% margin on each side.
-* :func:`estimate_keys` / :func:`estimate_ranges` — numba lookups used inside the router's
-  kernel (no Python call per tuple).
+* :func:`estimate_keys` / :func:`estimate_ranges` — numba lookups over a batch (the select
+  router's own kernel is :mod:`vigil.joins._route_select`).
 """
 
 from __future__ import annotations
@@ -83,6 +83,23 @@ def _iv_add(h, e0, w, lo, hi, sign):
         h[jb] += sign * (b - (e0 + jb * w)) / w
 
 
+@numba.njit(cache=True, nogil=True)
+def _absorb(keys, seen, lo, w, counts):
+    """Add keys[seen:] to the buckets; False (counts then partly updated) if one is outside."""
+    nb = len(counts)
+    for i in range(seen, len(keys)):
+        v = float(keys[i])
+        if not abs(v) < np.inf:
+            continue
+        if not v >= lo:
+            return False
+        j = int((v - lo) // w)
+        if j >= nb:
+            return False
+        counts[j] += 1.0
+    return True
+
+
 class KeyHistogram:
     """Equi-width histogram of one side's stored join keys (integer keys)."""
 
@@ -95,19 +112,17 @@ class KeyHistogram:
         self.empty = True
 
     def sync(self, keys: np.ndarray) -> None:
-        """Absorb the stored keys past ``seen`` (``keys``: all of the side's keys, in order)."""
+        """Absorb the stored keys past ``seen`` (``keys``: all of the side's keys, in order): one
+        numba call; a key outside the span rebuilds the histogram."""
         if len(keys) <= self.seen:
             return
-        new = np.asarray(keys[self.seen :], np.float64)
-        new = new[np.isfinite(new)]
-        self.seen = len(keys)
-        if not len(new):
-            return
-        if self.empty or new.min() < self.lo or new.max() >= self.lo + self.nb * self.w:
+        if self.empty:
+            fin = np.isfinite(np.asarray(keys[self.seen :], np.float64))
+            if fin.any():
+                self._rebuild(np.asarray(keys, np.float64))
+        elif not _absorb(keys, self.seen, self.lo, self.w, self.counts):
             self._rebuild(np.asarray(keys, np.float64))
-            return
-        j = ((new - self.lo) // self.w).astype(np.int64)
-        self.counts += np.bincount(j, minlength=self.nb)[: self.nb]
+        self.seen = len(keys)
 
     def _rebuild(self, keys: np.ndarray) -> None:
         keys = keys[np.isfinite(keys)]
@@ -116,10 +131,10 @@ class KeyHistogram:
         if not self.empty:  # the range grew: at least double the span (amortized O(1) per tuple)
             span = max(span, 2.0 * self.nb * self.w)
         self.empty = False
-        self.lo = math.floor(lo)
+        self.lo = float(math.floor(lo))
         self.w = float(max(1, math.ceil(span / self.nb)))
         j = ((keys - self.lo) // self.w).astype(np.int64)
-        self.counts = np.bincount(j, minlength=self.nb)[: self.nb].astype(np.float64)
+        self.counts[:] = np.bincount(j, minlength=self.nb)[: self.nb]  # in place: the router may hold a view
 
     def estimate(self, keys: np.ndarray) -> np.ndarray:
         out = np.zeros(len(keys))
@@ -171,53 +186,3 @@ class IntervalHistogram:
                                np.asarray(x, np.float64), np.zeros(len(x)))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _est_key(b, lo, w, counts):
-    if not (b >= lo):
-        return 0.0
-    j = int((b - lo) // w)
-    return counts[j] / w if j < len(counts) else 0.0
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _est_range(a, e0, w, h, n_left, n_right):
-    nb = len(h)
-    if a != a:
-        return 0.0
-    if a < e0:
-        return n_left
-    if a >= e0 + nb * w:
-        return n_right
-    return h[min(nb - 1, int((a - e0) / w))]
-
-
-@numba.njit(cache=True, nogil=True)
-def route_select(key, x, klo, kw, kc, e0, w, h, nl, nr, se0, sw, shh, snl, snr, S, Q, QS, sum_sqrt_hot, P, out):
-    """SJ-Dynamic's choice per tuple (§4.1) in one pass: the four cost formulas of
-    vigil.joins.costs (select) on the histogram estimates. (klo, kw, kc): lo, w, counts of the key
-    histogram (kw = 0: empty); (e0, w, h, nl, nr) / (se0, ...): the n' / n'' histograms;
-    P = the select parameters in vigil.joins.costs.MODELS order. Writes 0..3 (join_first, select_first, vanilla, hotspot)."""
-    ls = np.log2(2.0 + S)
-    lq = np.log2(2.0 + Q)
-    lqs = np.log2(2.0 + QS)
-    sq = np.sqrt(Q)
-    for i in range(len(key)):
-        mp = _est_key(float(key[i]), klo, kw, kc) if kw > 0 else 0.0
-        lmp = np.log2(1.0 + mp)
-        n1 = _est_range(x[i], e0, w, h, nl, nr)
-        n2 = _est_range(x[i], se0, sw, shh, snl, snr)
-        an = min(1.0, mp)
-        best = P[0] * ls + P[1] * mp * sq + P[2] * mp + P[3] * n1 * lmp
-        c = 0
-        v = P[4] * ls + P[5] * lq * an + P[6] * n1 * lmp
-        if v < best:
-            best, c = v, 1
-        v = P[7] * ls + P[8] * Q * lmp + P[9] * n1 * lmp + P[10] * Q * an
-        if v < best:
-            best, c = v, 2
-        v = (P[11] * ls + P[12] * lqs * an + P[13] * n2 * lmp + P[14] * sum_sqrt_hot * an
-             + P[15] * max(n1 - n2, 0.0) * lmp + P[16] * mp)
-        if v < best:
-            best, c = v, 3
-        out[i] = c
-    return out

@@ -1,0 +1,163 @@
+"""SJ-Dynamic's per-tuple choice (paper 003 §4.1) as one numba call over a flat state vector.
+
+The four select-join cost formulas of :mod:`vigil.joins.costs` (C_J, C_S, C_V, C_H, with the
+fitted parameters) are evaluated per arriving tuple on the histogram estimates of m', n' and
+n'' (:mod:`vigil.joins.histograms`). Everything that does not depend on the tuple (|Q|, |Q^S|,
+sum_i sqrt|Q_i^H|, their logarithms, the parameters, the histograms' spans) is computed once per
+query-set / parameter change into ``sv`` (:func:`state`), so a call costs one dispatch plus
+O(1) arithmetic per tuple: the histogram bucket of the key and of the tuple's range value, four
+linear formulas and an argmin. No numpy temporaries per call.
+
+Choice rule (ours, on top of the paper's argmin, to keep model error from costing more than it
+saves): each plan's estimate is multiplied by a calibration factor (1 unless set); the
+*incumbent* is the plan with the lowest exponential average of estimated per-tuple cost over
+the recent tuples (kept inside ``sv``; it changes only when another plan's average is 5%
+lower); a tuple leaves the incumbent only when its estimated
+saving exceeds ``margin_abs + margin_rel x cost(incumbent)``. In a batch, a plan other than the
+incumbent keeps its tuples only if their summed estimated saving exceeds ``split_us`` (the
+measured fixed cost of probing and merging one more sub-batch); otherwise they go back to the
+incumbent. With margins and split_us 0 the rule is the paper's per-tuple argmin.
+
+Cost: O(1) per tuple, O(plans) extra per batch; space O(buckets) (the histograms, shared).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# layout of the state vector sv
+KLO, KW, E0, W, NL, NR, SE0, SW, SNL, SNR = range(10)
+Q, LQ, LQS, SQ, SSH, MABS, MREL, SPLIT, ALPHA, INC = range(10, 20)
+EMA = 20  # 4 slots: exponential average of each plan's estimated cost
+CAL = 24  # 4 slots: calibration factor of each plan
+P = 28  # the 17 select parameters, in vigil.joins.costs.MODELS order
+NK, NH, NS = 45, 46, 47  # bucket counts of the key, n' and n'' histograms
+KC = 48  # then the key counts, the n' buckets, the n'' buckets
+PLANS = 4
+SWITCH = 0.05  # relative margin for changing the incumbent
+
+
+def state(kh, nh, sh, Qn: float, QS: float, sum_sqrt_hot: float, params: np.ndarray, margin_abs: float,
+          margin_rel: float, split_us: float, alpha: float, old: np.ndarray | None = None) -> np.ndarray:
+    """The state vector for the current histograms / queries / parameters (``old``: carry the
+    incumbent, its averages and the calibration factors over). The key histogram's counts then
+    live inside it (``kh.counts`` becomes a view), so absorbing stored keys updates it in place;
+    the range histograms are copied (they change only with the queries, which rebuild it)."""
+    nk, nn, ns = len(kh.counts), len(nh.h), len(sh.h)
+    sv = np.zeros(KC + nk + nn + ns)
+    sv[KLO], sv[KW] = kh.lo, (0.0 if kh.empty else kh.w)
+    sv[E0:SNR + 1] = nh.e0, nh.w, nh.n_left, nh.n_right, sh.e0, sh.w, sh.n_left, sh.n_right
+    sv[Q], sv[LQ], sv[LQS], sv[SQ], sv[SSH] = Qn, np.log2(2.0 + Qn), np.log2(2.0 + QS), np.sqrt(Qn), sum_sqrt_hot
+    sv[MABS], sv[MREL], sv[SPLIT], sv[ALPHA] = margin_abs, margin_rel, split_us, alpha
+    sv[P:NK] = params
+    sv[NK], sv[NH], sv[NS] = nk, nn, ns
+    sv[KC:KC + nk] = kh.counts
+    sv[KC + nk:KC + nk + nn] = nh.h
+    sv[KC + nk + nn:] = sh.h
+    kh.counts = sv[KC:KC + nk]
+    if old is None:
+        sv[CAL:CAL + PLANS] = 1.0
+    else:
+        sv[INC], sv[EMA:CAL + PLANS] = old[INC], old[EMA:CAL + PLANS]
+    return sv
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _range(a, e0, w, sv, o, nb, n_left, n_right):
+    if a != a:
+        return 0.0
+    if a < e0:
+        return n_left
+    if a >= e0 + nb * w:
+        return n_right
+    return sv[o + min(nb - 1, int((a - e0) / w))]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _costs(b, a, ls, sv):
+    """(C_J, C_S, C_V, C_H) of one tuple (key b, range value a), calibrated."""
+    mp = 0.0
+    kw = sv[KW]
+    nk, nn, ns = int(sv[NK]), int(sv[NH]), int(sv[NS])
+    if kw > 0 and b >= sv[KLO]:
+        j = int((b - sv[KLO]) // kw)
+        if j < nk:
+            mp = sv[KC + j] / kw
+    lmp = np.log2(1.0 + mp)
+    n1 = _range(a, sv[E0], sv[W], sv, KC + nk, nn, sv[NL], sv[NR])
+    n2 = _range(a, sv[SE0], sv[SW], sv, KC + nk + nn, ns, sv[SNL], sv[SNR])
+    an = min(1.0, mp)
+    q = sv[Q]
+    cj = sv[P] * ls + sv[P + 1] * mp * sv[SQ] + sv[P + 2] * mp + sv[P + 3] * n1 * lmp
+    cs = sv[P + 4] * ls + sv[P + 5] * sv[LQ] * an + sv[P + 6] * n1 * lmp
+    cv = sv[P + 7] * ls + sv[P + 8] * q * lmp + sv[P + 9] * n1 * lmp + sv[P + 10] * q * an
+    ch = (sv[P + 11] * ls + sv[P + 12] * sv[LQS] * an + sv[P + 13] * n2 * lmp + sv[P + 14] * sv[SSH] * an
+          + sv[P + 15] * max(n1 - n2, 0.0) * lmp + sv[P + 16] * mp)
+    return cj * sv[CAL], cs * sv[CAL + 1], cv * sv[CAL + 2], ch * sv[CAL + 3]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pick(c, inc, sv):
+    b = 0
+    for j in range(1, PLANS):
+        if c[j] < c[b]:
+            b = j
+    if b != inc and c[inc] - c[b] <= sv[MABS] + sv[MREL] * c[inc]:
+        return inc
+    return b
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _average(tot, n, sv):
+    """Fold a batch's mean estimated costs into the averages; the incumbent is their argmin."""
+    a = min(1.0, sv[ALPHA] * n)
+    inc = int(sv[INC])
+    for j in range(PLANS):
+        v = tot[j] / n
+        e = sv[EMA + j]
+        sv[EMA + j] = v if e == 0.0 else (1.0 - a) * e + a * v
+    for j in range(PLANS):  # a new incumbent must be clearly cheaper on average (its index is cold)
+        if sv[EMA + j] < (1.0 - SWITCH) * sv[EMA + inc]:
+            inc = j
+    sv[INC] = inc
+
+
+@numba.njit(cache=True, nogil=True)
+def route_one(b, a, S, sv):
+    """The plan of one tuple (key b, range value a); S = |S| of the other side."""
+    c = _costs(float(b), float(a), np.log2(2.0 + S), sv)
+    k = _pick(c, int(sv[INC]), sv)
+    _average(c, 1, sv)
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def route_batch(key, x, S, sv, out):
+    """The plans of a batch into ``out``; returns the plan if all tuples got the same one, else -1."""
+    n = len(key)
+    ls = np.log2(2.0 + S)
+    cost = np.empty((n, PLANS))
+    tot = np.zeros(PLANS)
+    gain = np.zeros(PLANS)
+    for i in range(n):
+        c = _costs(float(key[i]), float(x[i]), ls, sv)
+        for j in range(PLANS):
+            cost[i, j] = c[j]
+            tot[j] += c[j]
+    _average(tot, n, sv)  # the batch's own estimates update the incumbent first
+    inc = int(sv[INC])
+    for i in range(n):
+        c = (cost[i, 0], cost[i, 1], cost[i, 2], cost[i, 3])
+        k = _pick(c, inc, sv)
+        out[i] = k
+        gain[k] += c[inc] - c[k]
+    first = -2
+    for i in range(n):
+        if out[i] != inc and gain[out[i]] <= sv[SPLIT]:
+            out[i] = inc
+        if first == -2:
+            first = out[i]
+        elif out[i] != first:
+            first = -1
+    return first
