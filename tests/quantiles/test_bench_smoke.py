@@ -23,3 +23,16 @@ def test_preset_runs(tmp_path, preset, scale):
     if preset == "targets":
         ratio = next(r for r in doc["results"] if r["algo"] == "oqc_vs_qcb")["extra"]["ratio"]
         assert ratio <= 1.5
+
+
+def test_targets_both_notify_modes(tmp_path):
+    out = tmp_path / "targets.json"
+    run_preset("targets", scale=0.002, out=out, notify="query,cluster")
+    res = {r["algo"]: r["extra"] for r in json.loads(out.read_text())["results"]}
+    q, c = res["casu/uniform"], res["casu:cluster/uniform"]
+    assert q["notify"] == "query" and q["update_events"] > 0 and q["cluster_updates"] == q["memberships"] == 0
+    assert c["notify"] == "cluster" and c["update_events"] == 0 and c["memberships"] >= c["queries"]
+    assert 0 < c["cluster_updates"] == c["changes"] and c["walks"] == 0
+    assert c["vs_kll_reanswer"] > 0 and c["summary4_seconds"] > 0
+    with pytest.raises(ValueError):
+        run_preset("targets", scale=0.002, out=out, notify="members")

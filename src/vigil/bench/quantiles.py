@@ -18,12 +18,20 @@ Presets (``--scale F`` multiplies the paper's sizes; default 0.1):
   (elements/s, query-processing overhead over summary maintenance alone), the KLL re-answer peer on
   the same input, OQC's cluster count against QC_B's.
 
+``--notify query|cluster|query,cluster`` (default query): notify queries get one update event per
+query whose value changes (query), or follow their cluster (cluster: cluster / cluster_update
+events, docs/contract.md; such runs are labelled ``algo:cluster``).
+
 Every processing result records ``extra``: fires (cluster re-evaluations triggered: the paper's
 message number, "the number of total times to reprocess clusters", also as paper_messages),
 evaluations, changes (cluster value changes), walks (member walks), chunks (summary insertions),
-messages (update events: vigil's per-query messages), clusters, summary_seconds (GK maintenance
+messages (every output event: update events in query mode; cluster_updates + memberships in
+cluster mode), update_events, cluster_updates, memberships (cluster events), register_seconds
+(registration and offline clustering of predefined queries, timed apart from the element loop),
+vs_kll_reanswer (targets: the peer's time over ours, same run and input), clusters, summary_seconds (GK maintenance
 alone at eps on the same input) and overhead = seconds / summary_seconds - 1. The targets preset
-also times GK alone at eps/4, the precision CASU's summary runs at (summary_only_eps4).
+also times GK alone at eps/4, the precision CASU's summary runs at (summary_only_eps4; overhead4 =
+seconds / summary4_seconds - 1).
 """
 
 from __future__ import annotations
@@ -57,6 +65,10 @@ def _op(algo: str, eps: float, rows: int | None = None):
     return cls(eps, rows)
 
 
+def _label(algo: str, notify: str) -> str:
+    return f"{algo}:cluster" if notify == "cluster" else algo
+
+
 def summary_seconds(x: np.ndarray, eps: float, batch: int = BATCH) -> float:
     from ..quantiles.gk import GKSummary
 
@@ -71,17 +83,29 @@ def summary_seconds(x: np.ndarray, eps: float, batch: int = BATCH) -> float:
 
 def run_processing(algo: str, x: np.ndarray, phi: np.ndarray, eq: np.ndarray, eps: float = EPS,
                    batch: int = BATCH, arrive: np.ndarray | None = None,
-                   drops: list[np.ndarray] | None = None, summary_s: float | None = None) -> Result:
+                   drops: list[np.ndarray] | None = None, summary_s: float | None = None,
+                   notify: str = "query", summary4_s: float | None = None) -> Result:
     """Push x through ``algo`` with notify queries (phi, eq): predefined (registered before the
     first element), dynamic (``arrive``: each query's arrival position) or batches (``drops``:
-    batch i issued at a random position, the previous batch dropped gradually before it)."""
+    batch i issued at a random position, the previous batch dropped gradually before it).
+    ``notify``: "query" (one update event per query whose value changes) or "cluster" (cluster /
+    cluster_update events, docs/contract.md). Predefined queries: their registration and
+    clustering (QC_A) are timed apart (``register_seconds``), the element loop is ``seconds``."""
     op = _op(algo, eps)
+    mode: bool | str = "cluster" if notify == "cluster" else True
     qids = np.arange(len(phi), dtype=np.int64)
+    reg_s = 0.0
+    if arrive is None and drops is None:
+        t0 = time.perf_counter()
+        op.register_many(qids, phi, eq, 0, notify=mode)
+        for ep in op.epochs.values():
+            ep.flush()
+        reg_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     cuts = {0, len(x)}
     events: dict[int, list[tuple[str, np.ndarray]]] = {}
     if arrive is None and drops is None:
-        op.register_many(qids, phi, eq, 0, notify=True)
+        pass
     elif arrive is not None:
         for pos in np.unique(arrive).tolist():
             events.setdefault(pos, []).append(("reg", qids[arrive == pos]))
@@ -100,27 +124,34 @@ def run_processing(algo: str, x: np.ndarray, phi: np.ndarray, eq: np.ndarray, ep
     cuts |= set(events)
     cuts |= set(range(0, len(x), batch))
     stops = sorted(c for c in cuts if 0 <= c <= len(x))
-    messages = 0
+    messages = cluster_updates = memberships = 0
     curve_x, curve_t = [], []
     for a, b in zip(stops, stops[1:], strict=False):
         for kind, qs in events.get(a, []):
             if kind == "reg":
-                op.register_many(qs, phi[qs], eq[qs], 0, notify=True)
+                op.register_many(qs, phi[qs], eq[qs], 0, notify=mode)
             else:
                 for q in qs.tolist():
                     op.terminate(q)
         if b > a:
             q, _, _ = op.push(x[a:b], np.arange(a + 1, b + 1, dtype=np.int64))
             messages += len(q)
+            if notify == "cluster":
+                (mq, _, _), (cq, _, _) = op.cluster_events()
+                memberships += len(mq)
+                cluster_updates += len(cq)
             curve_x.append(b)
             curve_t.append(time.perf_counter() - t0)
     secs = time.perf_counter() - t0
     if summary_s is None:
         summary_s = summary_seconds(x, eps, batch)
     step = max(1, len(curve_x) // 40)
+    extra4 = {} if summary4_s is None else {"summary4_seconds": summary4_s, "overhead4": secs / summary4_s - 1}
     return Result(algo, secs, len(x), extra={
         **{k: op.stats.get(k, 0) for k in ("fires", "evaluations", "changes", "walks", "chunks")},
-        "messages": messages, "paper_messages": op.stats.get("fires", 0),
+        "notify": notify, "messages": messages + cluster_updates + memberships, "update_events": messages,
+        "cluster_updates": cluster_updates, "memberships": memberships, "register_seconds": reg_s, **extra4,
+        "paper_messages": op.stats.get("fires", 0),
         "clusters": op.cluster_count(), "summary_tuples": op.summary_size(), "queries": len(phi),
         "elements_per_s": len(x) / secs, "summary_seconds": summary_s, "overhead": secs / summary_s - 1,
         "curve": {"x": curve_x[::step], "per_op_us": [t / n * 1e6 for t, n in zip(curve_t[::step], curve_x[::step],
@@ -256,13 +287,17 @@ def run_sliding(x: np.ndarray, window: int, eps: float, n_queries: int, batch: i
 
 
 def run_preset(preset: str, scale: float | None = None, algos: list[str] | None = None,
-               out: str | Path = "results/quantiles.json", seed: int = 0, progress: bool = True) -> dict[str, Any]:
+               out: str | Path = "results/quantiles.json", seed: int = 0, progress: bool = True,
+               notify: str = "query", peer: bool = True) -> dict[str, Any]:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
     f = 0.1 if scale is None else float(scale)
     n_q = max(1000, int(2_000_000 * f))
     results: list[Result] = []
-    params: dict[str, Any] = {"scale": f, "eps": EPS}
+    modes = [m.strip() for m in notify.split(",") if m.strip()]
+    if not modes or set(modes) - {"query", "cluster"}:
+        raise ValueError(f"notify must be query, cluster or both (comma-separated), got {notify!r}")
+    params: dict[str, Any] = {"scale": f, "eps": EPS, "notify": notify}
     if preset == "fig5":
         pts = sorted({max(100, int(p * f)) for p in (20_000, 60_000, 100_000, 200_000, 400_000, 1_000_000, 2_000_000)})
         for dist in ("uniform", "zipf"):
@@ -280,31 +315,37 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
         for kind in streams:
             x = data_stream(kind, n_x, seed)
             sec = summary_seconds(x, EPS)
+            sec4 = summary_seconds(x, EPS / 4) if preset == "targets" else None
             if preset == "fig12":
                 for dist in ("uniform", "zipf"):
                     phi, eq = query_set(nq, dist, (0.005, 0.02), seed + 1)
                     for k in (10, 20):
                         for a in names:
-                            r = run_processing(a, x, phi, eq, drops=query_batches(nq, k, seed), summary_s=sec)
-                            r.extra.update(stream=kind, pattern=f"{dist[:3]}{k}")
-                            r.algo = f"{a}/{dist[:3]}{k}"
-                            results.append(r)
+                            for md in modes:
+                                r = run_processing(a, x, phi, eq, drops=query_batches(nq, k, seed), summary_s=sec,
+                                                   notify=md)
+                                r.extra.update(stream=kind, pattern=f"{dist[:3]}{k}")
+                                r.algo = f"{_label(a, md)}/{dist[:3]}{k}"
+                                results.append(r)
                 continue
             phi, eq = query_set(nq, "uniform", (0.005, 0.02), seed + 1)
             arrive = arrivals(nq, n_x, seed) if preset == "fig11" else None
             for a in names:
-                r = run_processing(a, x, phi, eq, arrive=arrive, summary_s=sec)
-                r.extra["stream"] = kind
-                r.algo = f"{a}/{kind}"
-                results.append(r)
+                for md in modes:
+                    r = run_processing(a, x, phi, eq, arrive=arrive, summary_s=sec, notify=md, summary4_s=sec4)
+                    r.extra["stream"] = kind
+                    r.algo = f"{_label(a, md)}/{kind}"
+                    results.append(r)
             if preset == "targets":
-                r = run_kll_reanswer(x, phi)
-                r.extra["stream"] = kind
-                r.algo = f"kll_reanswer/{kind}"
-                results.append(r)
+                if peer:
+                    r = run_kll_reanswer(x, phi)
+                    r.extra["stream"] = kind
+                    r.algo = f"kll_reanswer/{kind}"
+                    results.append(r)
+                    for c in results[-1 - len(names) * len(modes):-1]:  # our speed over the peer's, same run and input
+                        c.extra["vs_kll_reanswer"] = r.seconds / c.seconds
                 results.append(Result(f"summary_only/{kind}", sec, n_x, extra={"stream": kind}))
-                results.append(Result(f"summary_only_eps4/{kind}", summary_seconds(x, EPS / 4), n_x,
-                                      extra={"stream": kind, "eps": EPS / 4}))
+                results.append(Result(f"summary_only_eps4/{kind}", sec4, n_x, extra={"stream": kind, "eps": EPS / 4}))
         if preset == "targets":
             from ..quantiles.clustering import qc_b, query_interval
             from ..quantiles.oqc import OQC
