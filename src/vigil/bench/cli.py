@@ -129,6 +129,8 @@ def quantiles(
                               "casu_qcb; default: the preset's set"),
     out: Path = typer.Option(Path("results/quantiles.json"), "--out", help="result JSON; a PNG is written beside it"),
     seed: int = typer.Option(0, "--seed"),
+    notify: str = typer.Option("query", "--notify", help="query (an update per query), cluster (cluster / "
+                               "cluster_update events), or query,cluster (both, side by side)"),
 ) -> None:
     """Massive continuous quantile queries (paper 004, Lin et al.): Figs. 5-14, peers, targets."""
     from .quantiles import PRESETS, run_preset
@@ -136,7 +138,7 @@ def quantiles(
     if preset not in PRESETS:
         raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
     run_preset(preset, scale=scale, algos=[a.strip() for a in algos.split(",") if a.strip()] if algos else None,
-               out=out, seed=seed)
+               out=out, seed=seed, notify=notify)
 
 
 @bench_app.command("pipeline")
