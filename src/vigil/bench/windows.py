@@ -24,7 +24,9 @@ names are ``<implementation>_<agg>`` (``rint_sum``, ``bint_max``, ``bint_qnt_qua
 * ``bottleneck_<agg>``: per looked-up query, ``bn.move_<agg>`` over its window's slice of a numpy
   array of the retained elements (O(W) in C per lookup, no shared state).
 
-A run whose measured time exceeds ``budget`` seconds stops and its cost is extrapolated linearly
+fig10 and fig11 record the process CPU time of each run beside its wall time (``extra.cpu_seconds``,
+``extra.cpu_rate_per_s``; DuckDB's threads count: it is the process's time). A run whose measured
+wall time exceeds ``budget`` seconds stops and its cost is extrapolated linearly
 to the whole input (``extra.prefix``, ``extra.measured_seconds``). The first lookup batch of every
 algorithm is checked against materialize_none (exact, independent code): ``extra.verified``.
 """
@@ -230,6 +232,13 @@ def _result(algo, seconds, ops, point, measured, done, verified=None, note=None)
     return Result(algo, seconds, ops, extra=extra)
 
 
+def _cpu(res: Result, cpu_seconds: float, done: int) -> None:
+    """Record the process CPU time of the measured prefix beside the wall time (on a shared,
+    loaded machine the wall rate depends on the other jobs; the CPU rate much less)."""
+    res.extra["cpu_seconds"] = cpu_seconds
+    res.extra["cpu_rate_per_s"] = done / cpu_seconds if cpu_seconds > 0 else None
+
+
 def run_fig9(algos, scale, batches, budget, seed, console) -> tuple[dict, list[Result]]:
     n_ops = 1000
     n_events = max(10_000, int(2_000_000 * scale))
@@ -281,20 +290,24 @@ def run_fig10(algos, scale, batches, budget, seed, console) -> tuple[dict, list[
                 register_all(op, agg, windows)
                 for i in range(0, n_max, 1 << 20):  # warm-up: N_max elements
                     _push(op, vals[i:min(n_max, i + (1 << 20))], seqs[i:min(n_max, i + (1 << 20))])
-                pos, done, t_all = n_max, 0, 0.0
+                pos, done, t_all, c_all = n_max, 0, 0.0, 0.0
                 gc.collect()
                 while done < n_upd:
                     k = min(batch, n_upd - done)
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     _push(op, vals[pos:pos + k], seqs[pos:pos + k])
                     t_all += time.perf_counter() - t0
+                    c_all += time.process_time() - c0
                     pos += k
                     done += k
                     if budget and t_all > budget:
                         break
                 secs = t_all * n_upd / done
-                results.append(_result(algo, secs, n_upd, {"n_max": n_max, "batch": batch}, t_all, done))
-                console.log(f"fig10 N_max={n_max} batch={batch} {algo}: {n_upd / secs:,.0f} updates/s")
+                res = _result(algo, secs, n_upd, {"n_max": n_max, "batch": batch}, t_all, done)
+                _cpu(res, c_all, done)
+                results.append(res)
+                console.log(f"fig10 N_max={n_max} batch={batch} {algo}: {n_upd / secs:,.0f} updates/s "
+                            f"({res.extra['cpu_rate_per_s']:,.0f}/s of process CPU time)")
     return {"updates": n_upd, "n_max": FIG10_NMAX, "batches": batches, "operators": 100}, results
 
 
@@ -315,20 +328,24 @@ def run_fig11(algos, scale, batches, budget, seed, console) -> tuple[dict, list[
                 _push(op, vals[:n_max], seqs[:n_max])
                 _lookup(op, qids[:4], n_max)
                 verified = _verify(op, agg, windows, vals, seqs, n_max, qids)
-                done, t_all = 0, 0.0
+                done, t_all, c_all = 0, 0.0, 0.0
                 gc.collect()
                 while done < n_look:
                     k = min(batch, n_look - done)
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     _lookup(op, qids[done:done + k], n_max)
                     t_all += time.perf_counter() - t0
+                    c_all += time.process_time() - c0
                     done += k
                     if budget and t_all > budget:
                         break
                 secs = t_all * n_look / done
                 note = "suffix windows only" if impl == "slickdeque" else None
-                results.append(_result(algo, secs, n_look, {"W": W, "batch": batch}, t_all, done, verified, note))
-                console.log(f"fig11 W={W} batch={batch} {algo}: {n_look / secs:,.0f} lookups/s")
+                res = _result(algo, secs, n_look, {"W": W, "batch": batch}, t_all, done, verified, note)
+                _cpu(res, c_all, done)
+                results.append(res)
+                console.log(f"fig11 W={W} batch={batch} {algo}: {n_look / secs:,.0f} lookups/s "
+                            f"({res.extra['cpu_rate_per_s']:,.0f}/s of process CPU time)")
     return {"n_max": n_max, "operators": n_ops, "lookups": n_look, "W": FIG11_W, "batches": batches}, results
 
 
