@@ -78,7 +78,16 @@ def _gather_sort(vals, mask, a, n, buf, P):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def small_select(vals, mask, a, b, phi, num, den, buf):
+def _rank(rw, phi, num, den, cnt):
+    """quantile_rank(phi, cnt), from the query's precomputed (width << 32 | rank) when cnt is its
+    full width (no 64-bit division on the common path)."""
+    if (rw >> 32) == cnt:
+        return rw & 0xFFFFFFFF
+    return quantile_rank(phi, num, den, cnt)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def small_select(vals, mask, a, b, phi, num, den, rw, buf):
     """The phi-quantile of the non-null values at ring positions a..b (b - a < 16; NaN if none):
     gathered, padded to an even count (2 .. 16) and sorted by a fixed network (no data-dependent
     branch), then slot rank-1 read. Measured faster here than quickselect and than rank counting
@@ -97,7 +106,7 @@ def small_select(vals, mask, a, b, phi, num, den, buf):
         c = _gather_sort(vals, mask, a, n, buf, 14) if n <= 14 else _gather_sort(vals, mask, a, n, buf, 16)
     if c == 0:
         return np.nan
-    return buf[quantile_rank(phi, num, den, c) - 1]
+    return buf[_rank(rw, phi, num, den, c) - 1]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -219,8 +228,8 @@ G = 16  # lookups processed together: their independent memory reads overlap
 
 
 @numba.njit(cache=True, nogil=True)
-def wq_lookup(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num, q_den, seqs, times, mask, V, m,
-              last_seq, lq, cap, vals, direct, nn, sc_exp, sc_nb, sc_zoff, sc_svoff, sc_toff, z, sv, tag, out):
+def wq_lookup(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num, q_den, q_rw, seqs, times, mask,
+              V, m, last_seq, lq, cap, vals, direct, nn, sc_exp, sc_nb, sc_zoff, sc_svoff, sc_toff, z, sv, tag, out):
     """QUANTILE LOOKUP of every qid, routed per lookup by the window's width W:
     W <= direct: a sorting network over the raw ring values (:func:`small_select`); else the
     smallest scale with W <= S/2 + 1 whose block floor(a / (S/2)) is built: the wavelet-matrix
@@ -259,7 +268,7 @@ def wq_lookup(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num
                 continue
             w = b - a + 1
             if w <= direct:
-                out[kq] = small_select(vals, mask, a, b, q_phi[q], q_num[q], q_den[q], buf)
+                out[kq] = small_select(vals, mask, a, b, q_phi[q], q_num[q], q_den[q], q_rw[q], buf)
                 continue
             routed = False
             for s in range(ns):
@@ -276,7 +285,7 @@ def wq_lookup(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num
                         out[kq] = np.nan
                         routed = True
                         break
-                    r = quantile_rank(q_phi[q], q_num[q], q_den[q], cnt) - 1
+                    r = _rank(q_rw[q], q_phi[q], q_num[q], q_den[q], cnt) - 1
                     S = 1 << L
                     g_k[ng] = kq
                     g_x0[ng] = a - (i << h)

@@ -38,6 +38,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._wavelet_kernels import SMALL_MAX, row_words, wm_push, wq_lookup
+from ._window_base import _grow
+from ._window_kernels import quantile_rank
 from .bint_qnt import BIntQnt
 
 # block sizes S = 2^L of the available scales (a scale serves widths <= S/2 + 1)
@@ -60,6 +62,7 @@ class WaveletQnt(BIntQnt):
     def __init__(self, agg: str, time_based: bool) -> None:
         self.scales: list[int] = []  # exponents in use (ascending); before super() (it calls _alloc)
         super().__init__(agg, time_based)
+        self.q_rw = np.zeros(0, np.int64)
 
     # ------------------------------------------------------------------ storage
     def _alloc(self, cap: int) -> None:
@@ -99,9 +102,14 @@ class WaveletQnt(BIntQnt):
 
     # ------------------------------------------------------------------ scales follow the queries
     def _registered(self, qid: int) -> None:
-        if self.time_based:
+        # (width << 32 | rank of phi among width values): the rank of a full window without a division
+        self.q_rw = _grow(self.q_rw, len(self.q_alive), -1)
+        width = int(self.q_left[qid] - self.q_right[qid])
+        self.q_rw[qid] = -1
+        if self.time_based or not 0 < width < 2**31:
             return  # a time window's width in elements is known only at lookup: scales from the data
-        L = scale_of(int(self.q_left[qid] - self.q_right[qid]))
+        self.q_rw[qid] = (width << 32) | int(quantile_rank(self.q_phi[qid], self.q_num[qid], self.q_den[qid], width))
+        L = scale_of(width)
         if L and L not in self.scales:
             self._add_scale(L)
 
@@ -117,6 +125,6 @@ class WaveletQnt(BIntQnt):
 
     def _lookup_into(self, qids, n, t_now, out) -> None:
         wq_lookup(qids, n, t_now, self.time_based, self.q_left, self.q_right, self.q_start, self.q_phi, self.q_num,
-                  self.q_den, self.seqs, self.times, self.mask, self.V, self.m, self.last_seq, self.lq, self.cap,
+                  self.q_den, self.q_rw, self.seqs, self.times, self.mask, self.V, self.m, self.last_seq, self.lq, self.cap,
                   self.vals, min(self.direct, SMALL_MAX), self.nn, self.sc_exp, self.sc_nb, self.sc_zoff, self.sc_svoff,
                   self.sc_toff, self.z, self.sv, self.tag, out)
