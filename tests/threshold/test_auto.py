@@ -146,3 +146,47 @@ def test_observed_costs_correct_the_model():
     assert a.factor["dt"] > 1.5 and a.switches >= 1  # left dt, which the model underrated
     b = Auto.from_state(unpack(pack(a.state())))
     assert b.factor == a.factor
+
+
+def test_first_push_picks_by_build_plus_push_without_pushing_on_the_holder():
+    """Registrations before the first push are held by scan; the first push, whose batch size is
+    known, moves them once to the algorithm with the cheapest predicted build + push."""
+    a = Auto(1, model=_Flip(), adapt=False)
+    rng = np.random.default_rng(5)
+    lo = rng.integers(0, 10, (50, 1)).astype(float)
+    a.register(np.arange(50), lo, lo + 3, np.full(50, 10**6))
+    a.push(np.zeros((500, 1)), np.ones(500, np.int64))
+    assert a.current == "sweep" and a.switches == 1
+
+
+def test_termination_costs_count_in_the_choice():
+    """dt's pushes are predicted cheapest, but each terminated query costs it much more than the
+    others: with many terminations between pushes auto leaves dt (and outputs stay exact)."""
+
+    class TermHeavy(CostModel):
+        def __init__(self):
+            super().__init__({})
+
+        def push(self, algo, m, B, d):
+            return 1e-4 if algo == "dt" else 2e-4
+
+        def build(self, algo, m, d):
+            return 1e-6
+
+        def term(self, algo, m, d):
+            return 1e-3 if algo == "dt" else 1e-9
+
+    rng = np.random.default_rng(4)
+    o, a = ThresholdOracle(1), Auto(1, model=TermHeavy(), start="dt", adapt=False)
+    k = 2000
+    lo = rng.integers(0, 10, (k, 1)).astype(float)
+    for x in (o, a):
+        x.register(np.arange(k), lo, lo + 3, np.full(k, 10**6))
+    for step in range(20):
+        ids = np.arange(50 * step, 50 * step + 50)
+        o.terminate(ids)
+        a.terminate(ids)
+        pts = rng.integers(0, 12, (100, 1)).astype(float)
+        w = rng.integers(1, 30, 100)
+        same(a.push(pts, w), o.push(pts, w))
+    assert a.current != "dt" and a.trate > 10

@@ -8,8 +8,9 @@ fastest for single-element pushes at moderate m here) -- from (alive queries m, 
 and runs the push on one of them (d >= 3: dt or scan).
 
 Switching rule (hysteresis, ski rental). For every other algorithm a the operator accumulates a
-*regret*: the sum over pushes of max(0, predicted cost of the current algorithm - predicted cost
-of a) (reset to 0 whenever a would have been worse on a push). It switches to a once a's regret
+*regret*: the sum over pushes of the predicted cost of the current algorithm minus that of a,
+over the pushes where a is predicted at least ``MIN_GAIN`` (15%) cheaper (reset to 0 on any other
+push). It switches to a once a's regret
 exceeds ``HYSTERESIS`` x the predicted cost of moving there (building a on the m alive queries;
 DT's build is O(m log^d m), the others' O(m)); after a switch every regret restarts at 0. A
 switch costs at most ~HYSTERESIS times what staying would have lost, and no algorithm is left
@@ -17,7 +18,18 @@ and re-entered on noise. An empty operator switches for free. Predictions are co
 online: after every push, the observed seconds of the algorithm in use (the push plus the register/terminate calls since the
 previous push) over its prediction update a per-algorithm factor (moving average in log space),
 which multiplies that algorithm's later predictions -- so what the model cannot see (this
-stream's maturities, DT's terminations and rebuilds, the machine's load) steers the choice.
+stream's maturities, DT's terminations and rebuilds) steers the choice. The machine's load is
+taken out first: over one decision period in 8 auto compares the process's CPU time with the
+wall time that passed (``load``, >= 1) and divides its observations by it, so they are in the CPU
+seconds the model was fitted in; otherwise a loaded machine would make every observed algorithm
+look slower than the unobserved ones and auto would leave a good algorithm on load alone.
+Terminations count too: the model has a cost per terminated query, weighted by the observed
+terminations per push (``trate``).
+
+Start. Until the first push the queries are held by ``scan`` (O(1) per registration, nothing to
+build); the first push, whose batch size is then known, moves them to the algorithm with the
+cheapest predicted build plus push at (m, B) -- one build, the same as registering there
+directly; from then on the regret rule decides whether a costlier build pays.
 
 A switch is exact: the current operator exports every alive query with its exact remaining
 threshold (``remaining()``: tau minus the weight seen so far, read from DT's counters or the
@@ -56,6 +68,11 @@ ALPHA = 0.2
 FACTOR_RANGE = (0.1, 30.0)
 #: a switch happens once the accumulated regret exceeds this multiple of its predicted cost
 HYSTERESIS = 1.0
+#: an algorithm gathers regret only while predicted at least this much cheaper (relative): two
+#: algorithms of nearly equal cost (sweep and scan at moderate m) are not alternated on noise
+MIN_GAIN = 0.15
+#: pushes smaller than this are decided on (and observed over) this many elements at a time
+SMALL_BATCH = 64
 
 
 def _classes() -> dict[str, type]:
@@ -126,6 +143,18 @@ class CostModel:
             z += (v - vc) * gb * e
         return float(math.exp(min(z, 50.0)))
 
+    def term(self, algo: str, m: int, d: int) -> float:
+        """Seconds per terminated query at m alive queries (0 for a model fitted without them)."""
+        tab = self.tables.get(str(min(d, 2)), {}).get(algo, {})
+        if "term" not in tab:
+            return 0.0
+        lm = self._t(algo, d)[0]
+        i, u = self._cell(lm, math.log(m + 1.0))
+        i1 = min(i + 1, lm.shape[0] - 1)
+        uc = min(max(u, 0.0), 1.0)
+        t = tab["term"]
+        return float(math.exp((1 - uc) * math.log(max(t[i], 1e-12)) + uc * math.log(max(t[i1], 1e-12))))
+
     def build(self, algo: str, m: int, d: int) -> float:
         lm, _, _, Bd = self._t(algo, d)
         i, u = self._cell(lm, math.log(m + 1.0))
@@ -153,7 +182,8 @@ class Auto(ThresholdOperator):
             raise ValueError("dim must be >= 1")
         self.model = model or CostModel.default()
         self.algos = choices(self.dim)
-        self.current = start or ("sweep" if self.dim <= 2 else "scan")
+        self.current = start or "scan"
+        self._fresh = start is None  # no push yet: the first push picks the algorithm (module doc)
         self.op = _classes()[self.current](self.dim)
         self.regret = dict.fromkeys(self.algos, 0.0)
         self.switches = 0
@@ -161,17 +191,28 @@ class Auto(ThresholdOperator):
         # right): what the model cannot see -- this stream's maturities and signals, the
         # register/terminate calls between pushes, the machine's load -- corrects its predictions
         self.factor = dict.fromkeys(self.algos, 1.0)
+        self.nobs = dict.fromkeys(self.algos, 0)  # observations per algorithm
+        self.load = 1.0  # wall / CPU seconds of this process, measured every 8 periods
+        self.nload = 0
+        self._nper = 0
+        self._lw = self._lc = -1.0
         self.adapt = bool(adapt)
         self._pred: dict[tuple[int, int], dict[str, float]] = {}  # (m, B) quantised -> predictions
         self._t_calls = 0.0  # seconds in register/terminate since the last push
+        self._nterm = 0  # queries terminated in the current decision period
+        self.trate = 0.0  # terminations per push (moving average): their cost counts in the choice
+        self._left = 0  # elements left in the current decision period (see _begin)
+        self._obs = 0.0  # seconds observed in the current decision period
+        self._k = 0  # pushes in the current decision period
+        self._built = False  # a switch happened: the next period's observation is skipped
+        self._period: tuple[int, int, str] = (0, 1, self.current)
 
     # ------------------------------------------------------------------ delegation
     def register(self, qids, lo, hi, tau) -> None:
-        t0 = time.perf_counter()
-        self.op.register(qids, lo, hi, tau)
-        self._t_calls += time.perf_counter() - t0
+        self.op.register(qids, lo, hi, tau)  # (a build cost, in the model's build: not observed)
 
     def terminate(self, qids) -> None:
+        self._nterm += len(qids)
         t0 = time.perf_counter()
         self.op.terminate(qids)
         self._t_calls += time.perf_counter() - t0
@@ -192,30 +233,81 @@ class Auto(ThresholdOperator):
             bq = max(1, int(round(2 ** (key[1] / 4))))
             p = {a: self.model.push(a, mq, bq, self.dim) for a in self.algos}
             p.update({"build:" + a: self.model.build(a, mq, self.dim) for a in self.algos})
+            p.update({"term:" + a: self.model.term(a, mq, self.dim) for a in self.algos})
             self._pred[key] = p
         return p
 
     def push(self, points, weights):
-        B = int(np.asarray(weights).shape[0])
+        B = len(weights)
         if not B:
             return self.op.push(points, weights)
-        m = self.op.alive()
-        self._decide(m, B)
+        if self._left > 0 and B >= SMALL_BATCH and self._k:
+            self._end()  # a large push is a period of its own
+        if self._left <= 0:
+            self._begin(B)
         t0 = time.perf_counter()
         out = self.op.push(points, weights)
-        obs = time.perf_counter() - t0 + self._t_calls
-        self._t_calls = 0.0
-        if m and self.adapt:
-            pred = self._predict(m, B)[self.current]
-            r = min(max(obs / max(pred, 1e-9), FACTOR_RANGE[0]), FACTOR_RANGE[1])
-            f = self.factor[self.current]
-            self.factor[self.current] = math.exp((1 - ALPHA) * math.log(f) + ALPHA * math.log(r))
+        self._obs += time.perf_counter() - t0
+        self._k += 1
+        self._left -= B
+        if self._left <= 0:
+            self._end()
         return out
 
-    # ------------------------------------------------------------------ choice
-    def _decide(self, m: int, B: int) -> None:
+    def _begin(self, B: int) -> None:
+        """Start a decision period: choose, then push without deciding until the period holds
+        SMALL_BATCH elements (a push of at least SMALL_BATCH elements is a period of its own), so
+        auto's bookkeeping stays a few percent of a single-element push. The regret counts the
+        expected ``k`` pushes of the period."""
+        m = self.op.alive()
+        if self._fresh:
+            self._fresh = False
+            if m:
+                pred = self._predict(m, B)
+                self.switch_to(min(self.algos, key=lambda a: pred[a] + pred["build:" + a]))
+        k = 1 if B >= SMALL_BATCH else -(-SMALL_BATCH // B)
+        self._decide(m, B, k)
+        if self._nper % 8 == 0:  # sample the load over this period (see _end)
+            self._lw, self._lc = time.perf_counter(), time.process_time()
+        self._left = max(B, SMALL_BATCH)
+        self._k = 0
+        self._period = (m, B, self.current)
+        self._obs = self._t_calls
+        self._t_calls = 0.0
+
+    def _end(self) -> None:
+        """End of a decision period: fold the observed seconds into the correction factors."""
+        m, B, cur = self._period
+        k = self._k
+        obs = self._obs + self._t_calls
+        nterm, self._nterm, self._t_calls, self._left = self._nterm, 0, 0.0, 0
+        self.trate = (1 - ALPHA) * self.trate + ALPHA * nterm / k
+        self._nper += 1
+        if self._lc >= 0:  # the machine's load: wall / CPU seconds over this period
+            w, c = time.perf_counter(), time.process_time()
+            if c > self._lc:
+                ld = min(max((w - self._lw) / (c - self._lc), 1.0), 16.0)
+                self.nload += 1
+                al = max(ALPHA, 1.0 / self.nload)
+                self.load = math.exp((1 - al) * math.log(self.load) + al * math.log(ld))
+            self._lc = -1.0
+        if not (m and self.adapt and cur == self.current) or self._built:
+            self._built = False  # the first period after a switch pays lazy index builds: not observed
+            return
         pred = self._predict(m, B)
-        cost = {a: pred[a] * self.factor[a] for a in self.algos}
+        r = obs / self.load / max(k * pred[cur] + nterm * pred["term:" + cur], 1e-9)
+        r = min(max(r, FACTOR_RANGE[0]), FACTOR_RANGE[1])
+        n = self.nobs[cur] = self.nobs[cur] + 1
+        al = max(ALPHA, 1.0 / n)  # the first observations of an algorithm count fully
+        self.factor[cur] = math.exp((1 - al) * math.log(self.factor[cur]) + al * math.log(r))
+
+    # ------------------------------------------------------------------ choice
+    def _decide(self, m: int, B: int, k: int = 1) -> None:
+        """Regret bookkeeping for the next ``k`` pushes of ``B`` elements at ``m`` alive queries,
+        and the switch it calls for (module doc)."""
+        pred = self._predict(m, B)
+        tr = self.trate
+        cost = {a: (pred[a] + tr * pred["term:" + a]) * self.factor[a] for a in self.algos}
         if m == 0:  # nothing to carry: take the best for this push
             best = min(self.algos, key=cost.__getitem__)
             if best != self.current:
@@ -226,8 +318,8 @@ class Auto(ThresholdOperator):
         for a in self.algos:
             if a == self.current:
                 continue
-            gain = cur - cost[a]
-            self.regret[a] = self.regret[a] + gain if gain > 0 else 0.0
+            gain = k * (cur - cost[a])
+            self.regret[a] = self.regret[a] + gain if cost[a] * (1.0 + MIN_GAIN) < cur else 0.0
             over = self.regret[a] - HYSTERESIS * pred["build:" + a]
             if over > margin:
                 target, margin = a, over
@@ -246,6 +338,7 @@ class Auto(ThresholdOperator):
             self.op = new
             self.current = name
             self.switches += 1
+            self._built = True
         self.regret = dict.fromkeys(self.algos, 0.0)
 
     # ------------------------------------------------------------------ snapshots
@@ -257,6 +350,10 @@ class Auto(ThresholdOperator):
             "regret": np.array([self.regret[a] for a in self.algos], np.float64),
             "factor": np.array([self.factor[a] for a in self.algos], np.float64),
             "switches": self.switches,
+            "load": self.load,
+            "nobs": np.array([self.nobs[a] for a in self.algos], np.int64),
+            "fresh": self._fresh,
+            "trate": self.trate,
         }
 
     @classmethod
@@ -268,4 +365,9 @@ class Auto(ThresholdOperator):
         op.switches = int(s.get("switches", 0))
         fac = np.asarray(s.get("factor", np.ones(len(op.algos))), np.float64)
         op.factor = {a: float(fac[i]) for i, a in enumerate(op.algos)}
+        op.load = float(s.get("load", 1.0))
+        nobs = np.asarray(s.get("nobs", np.zeros(len(op.algos), np.int64)), np.int64)
+        op.nobs = {a: int(nobs[i]) for i, a in enumerate(op.algos)}
+        op._fresh = bool(s.get("fresh", False))
+        op.trate = float(s.get("trate", 0.0))
         return op
