@@ -9,8 +9,8 @@ and runs the push on one of them (d >= 3: dt or scan).
 
 Switching rule (hysteresis, ski rental). For every other algorithm a the operator accumulates a
 *regret*: the sum over pushes of the predicted cost of the current algorithm minus that of a,
-over the pushes where a is predicted at least ``MIN_GAIN`` (15%) cheaper (reset to 0 on any other
-push). It switches to a once a's regret
+over the pushes where a is predicted at least ``MIN_GAIN`` (15%) cheaper, ``UNSEEN_GAIN`` (50%)
+while a was never observed on this stream (reset to 0 on any other push). It switches to a once a's regret
 exceeds ``HYSTERESIS`` x the predicted cost of moving there (building a on the m alive queries;
 DT's build is O(m log^d m), the others' O(m)); after a switch every regret restarts at 0. A
 switch costs at most ~HYSTERESIS times what staying would have lost, and no algorithm is left
@@ -71,6 +71,9 @@ HYSTERESIS = 1.0
 #: an algorithm gathers regret only while predicted at least this much cheaper (relative): two
 #: algorithms of nearly equal cost (sweep and scan at moderate m) are not alternated on noise
 MIN_GAIN = 0.15
+#: ... and this much while it was never observed on this stream (its prediction is the model's
+#: alone; a detour into a costly build on a near tie costs more than it can win)
+UNSEEN_GAIN = 0.5
 #: pushes smaller than this are decided on (and observed over) this many elements at a time
 SMALL_BATCH = 64
 
@@ -319,7 +322,8 @@ class Auto(ThresholdOperator):
             if a == self.current:
                 continue
             gain = k * (cur - cost[a])
-            self.regret[a] = self.regret[a] + gain if cost[a] * (1.0 + MIN_GAIN) < cur else 0.0
+            need = 1.0 + (MIN_GAIN if self.nobs[a] else UNSEEN_GAIN)
+            self.regret[a] = self.regret[a] + gain if cost[a] * need < cur else 0.0
             over = self.regret[a] - HYSTERESIS * pred["build:" + a]
             if over > margin:
                 target, margin = a, over
