@@ -32,6 +32,14 @@ class SpecError(ValueError):
     """A spec that cannot be accepted; ``str(err)`` is the reason."""
 
 
+def _finite(x: int | float) -> bool:
+    """math.isfinite, False for an integer beyond float64's range (which it cannot convert)."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 def _check_range(v: list, *, open_range: bool = False) -> tuple[float, float]:
     if len(v) != 2:
         raise ValueError("a range is [lo, hi] with exactly two bounds (null = unbounded)")
@@ -39,8 +47,10 @@ def _check_range(v: list, *, open_range: bool = False) -> tuple[float, float]:
     for b in (lo, hi):
         if b is not None and (isinstance(b, bool) or not isinstance(b, int | float)):
             raise ValueError(f"range bound {b!r} is not a number")
-        if b is not None and math.isnan(b):
+        if isinstance(b, float) and math.isnan(b):
             raise ValueError("range bound is NaN")
+        if isinstance(b, int) and not _finite(b):
+            raise ValueError(f"range bound of {b.bit_length()} bits is beyond float64's range")
     flo = -math.inf if lo is None else float(lo)
     fhi = math.inf if hi is None else float(hi)
     if open_range:
@@ -200,7 +210,7 @@ class SubstreamFilterSpec(_Spec):
     def _check(self) -> SubstreamFilterSpec:
         if self.column is None and self.agg == "sum":
             raise ValueError("column: required for agg 'sum'")
-        if not math.isfinite(self.time):
+        if not _finite(self.time):
             raise ValueError("time: must be finite")
         try:
             lo, hi = _check_range(self.range, open_range=True)
@@ -257,7 +267,7 @@ class BandJoinSpec(_JoinSpec):
     def _band(cls, v: list) -> list:
         if len(v) != 2:
             raise ValueError("must be [lo, hi]")
-        if not all(math.isfinite(x) for x in v):
+        if not all(_finite(x) for x in v):
             raise ValueError("bounds must be finite numbers")
         if v[0] > v[1]:
             raise ValueError(f"inverted band [{v[0]}, {v[1]}]: lo must be <= hi")
@@ -303,7 +313,7 @@ class WindowJoinSpec(SelectJoinSpec):
     @field_validator("window")
     @classmethod
     def _w(cls, v):
-        if not math.isfinite(v):
+        if not _finite(v):
             raise ValueError("must be a finite number > 0")
         return v
 
@@ -396,6 +406,79 @@ def _reason(err: ValidationError) -> str:
         if p not in seen:
             seen.append(p)
     return "; ".join(seen)
+
+
+# ----------------------------------------------------------------------------- fast path
+
+_BIG = 2**53
+_INF = math.inf
+_THRESHOLD_FIELDS = frozenset({"id", "type", "where", "weight", "threshold"})
+
+
+def fast_spec(q: dict) -> tuple[str, tuple, tuple] | None:
+    """``(id, shape, row)`` of a *valid* query of a common spec shape, decoded without pydantic,
+    or None: then :func:`parse_query` decides (and gives the reason of a rejection), so the fast
+    path never changes what is accepted, what is rejected or why (tests/test_oprun.py).
+
+    Guarantees: if the result is not None, ``parse_query(q)`` accepts ``q``; two queries with
+    equal ``shape`` have equal :meth:`_Spec.columns` and equal parameters for their family's
+    adapter (``params_of``: they share one group); ``row`` carries the rest, in the layout of
+    the adapter's ``register_many``. Shapes covered: ``threshold`` specs whose ``where`` holds
+    ranges of ints (|v| <= 2^53), finite floats or nulls and equality values that are strings or
+    ints (|v| <= 2^53); ``row`` = (lo_1..lo_d, hi_1..hi_d, threshold) over the range columns in
+    sorted order, bounds as floats (null = -inf / +inf). O(size of q)."""
+    if q.get("type") == "threshold" and type(q["type"]) is str:
+        return _fast_threshold(q)
+    return None
+
+
+def _fast_threshold(q: dict) -> tuple[str, tuple, tuple] | None:
+    if not q.keys() <= _THRESHOLD_FIELDS:
+        return None
+    ident, where, tau, weight = q.get("id"), q.get("where"), q.get("threshold"), q.get("weight")
+    if type(ident) is not str or not ident or type(where) is not dict or type(tau) is not int \
+            or not 1 <= tau <= _BIG or (weight is not None and type(weight) is not str):
+        return None
+    cols, los, his, keys = [], [], [], []
+    for c, x in where.items():
+        if type(c) is not str:
+            return None
+        t = type(x)
+        if t is list:
+            if len(x) != 2:
+                return None
+            lo, hi = x
+            t = type(lo)
+            if lo is None:
+                lo = -_INF
+            elif t is int and -_BIG <= lo <= _BIG:
+                lo = float(lo)
+            elif t is not float or not -_INF < lo < _INF:  # NaN fails too
+                return None
+            t = type(hi)
+            if hi is None:
+                hi = _INF
+            elif t is int and -_BIG <= hi <= _BIG:
+                hi = float(hi)
+            elif t is not float or not -_INF < hi < _INF:
+                return None
+            if lo > hi:
+                return None
+            cols.append(c)
+            los.append(lo)
+            his.append(hi)
+        elif t is str or (t is int and -_BIG <= x <= _BIG):
+            keys.append((c, x))
+        else:
+            return None
+    if not cols:
+        return None
+    if len(cols) > 1:
+        order = sorted(range(len(cols)), key=cols.__getitem__)
+        cols, los, his = [cols[i] for i in order], [los[i] for i in order], [his[i] for i in order]
+    if len(keys) > 1:
+        keys.sort()
+    return ident, ("threshold", tuple(cols), weight, tuple(keys)), (*los, *his, tau)
 
 
 def parse_query(obj: Any, columns: set[str] | dict[str | None, set[str]] | None = None) -> AnySpec:

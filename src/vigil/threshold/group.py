@@ -40,19 +40,32 @@ class ThresholdGroup(Group):
         # registrations at one position become one register() call)
         lo, hi = spec.bounds()
         self._reg = getattr(self, "_reg", [])
-        self._reg.append((qid, lo, hi, spec.threshold))
+        self._reg.append((qid, *lo, *hi, spec.threshold))
 
-    def _flush(self) -> None:
+    def register_many(self, qids: list[int], rows: list[tuple], start: int) -> None:
+        """Queries as columns: ``rows`` in :func:`vigil.specs.fast_spec`'s layout, (lo_1..lo_d,
+        hi_1..hi_d, threshold) over ``params["cols"]``. Buffered like :meth:`register`."""
+        self._chunk()
+        self._chunks.append((np.asarray(qids, np.int64), np.array(rows, np.float64)))
+
+    def _chunk(self) -> None:
+        """Move the rows buffered one by one into a chunk (order kept)."""
+        self._chunks = getattr(self, "_chunks", [])
         reg = getattr(self, "_reg", None)
         if reg:
             self._reg = []
+            self._chunks.append((np.array([r[0] for r in reg], np.int64),
+                                 np.array([r[1:] for r in reg], np.float64)))
+
+    def _flush(self) -> None:
+        self._chunk()
+        if self._chunks:
+            chunks, self._chunks = self._chunks, []
             d = len(self.params["cols"])
-            self.op.register(
-                np.array([r[0] for r in reg], np.int64),
-                np.array([r[1] for r in reg], float).reshape(-1, d),
-                np.array([r[2] for r in reg], float).reshape(-1, d),
-                np.array([r[3] for r in reg], np.int64),
-            )
+            qids = np.concatenate([c[0] for c in chunks])
+            a = np.concatenate([c[1] for c in chunks]).reshape(-1, 2 * d + 1)
+            # thresholds are integers <= 2**53 (vigil.specs): exact in float64
+            self.op.register(qids, a[:, :d].copy(), a[:, d:2 * d].copy(), a[:, 2 * d].astype(np.int64))
 
     def terminate(self, qid: int) -> None:
         self.terminate_many([qid])
