@@ -81,3 +81,27 @@ def test_router_key_histogram_equals_a_fresh_one_after_rebuilds():
         assert np.array_equal(op.keyhist["right"].counts, np.bincount(j, minlength=ref.nb)), step
         sv = op._sv["left"]
         assert np.shares_memory(sv, op.keyhist["right"].counts), step
+
+
+def test_exploring_and_calibrating_router_agrees_with_the_oracle():
+    """Exploration on (every batch, from 8 tuples): plans take sub-batches they would not be
+    chosen for and factors change; the outputs stay the oracle's."""
+    from vigil.joins.oracle import JoinOracle
+
+    cls = type("Explore", (dynamic.Dynamic,), {"explore_every": 1, "explore_min": 8, "cal_min": 1})
+    rng = np.random.default_rng(4)
+    op, ora = cls("select"), JoinOracle("select")
+    for i in range(60):
+        a, c = rng.uniform(0, 50, 2)
+        s = select(f"q{i}", (a, a + rng.uniform(0, 20)), (c, c + rng.uniform(0, 20)))
+        op.register(i, s)
+        ora.register(i, s)
+    seq = 1
+    for step in range(12):
+        side = "left" if step % 3 else "right"
+        n = int(rng.integers(8, 40))
+        key, attrs = rng.integers(0, 20, n), rng.uniform(0, 70, (n, 1)).round()
+        got, exp = (o.insert(side, np.arange(seq, seq + n), key, attrs, None) for o in (op, ora))
+        seq += n
+        assert all(np.array_equal(a, b) for a, b in zip(got, exp, strict=True)), step
+    assert op._calibrated and (op.decisions > 0).sum() >= 2

@@ -18,6 +18,12 @@ incumbent keeps its tuples only if their summed estimated saving exceeds ``split
 measured fixed cost of probing and merging one more sub-batch); otherwise they go back to the
 incumbent. With margins and split_us 0 the rule is the paper's per-tuple argmin.
 
+Calibration (ours): the paper's models with constants fitted once on this machine misjudge
+plans outside the fitted grid (e.g. SJ-Hotspot vs SJ-JoinFirst at 1,000 queries). With
+exploration on, every few large batches one other plan takes a quarter of the incumbent's
+tuples; the operator divides each plan's measured sub-batch time by its uncalibrated
+estimate and keeps an exponential average per plan as that plan's factor (``CAL``).
+
 Cost: O(1) per tuple, O(plans) extra per batch; space O(buckets) (the histograms, shared).
 """
 
@@ -33,13 +39,18 @@ EMA = 20  # 4 slots: exponential average of each plan's estimated cost
 CAL = 24  # 4 slots: calibration factor of each plan
 P = 28  # the 17 select parameters, in vigil.joins.costs.MODELS order
 NK, NH, NS = 45, 46, 47  # bucket counts of the key, n' and n'' histograms
-KC = 48  # then the key counts, the n' buckets, the n'' buckets
+DEC = 48  # 4 slots: tuples routed to each plan (the operator's ``decisions``)
+OBS = 52  # tuples seen by the averages (0: not started)
+XEV, XMIN, XCNT, XRR = 53, 54, 55, 56  # exploration: every XEV-th batch of >= XMIN tuples; counters
+KC = 57  # then the key counts, the n' buckets, the n'' buckets
 PLANS = 4
 SWITCH = 0.05  # relative margin for changing the incumbent
+XRATIO = 4.0  # exploration tries plans estimated at most this many times the incumbent's cost
 
 
 def state(kh, nh, sh, Qn: float, QS: float, sum_sqrt_hot: float, params: np.ndarray, margin_abs: float,
-          margin_rel: float, split_us: float, alpha: float, old: np.ndarray | None = None) -> np.ndarray:
+          margin_rel: float, split_us: float, alpha: float, old: np.ndarray | None = None,
+          explore_every: int = 0, explore_min: int = 256) -> np.ndarray:
     """The state vector for the current histograms / queries / parameters (``old``: carry the
     incumbent, its averages and the calibration factors over). The key histogram's counts then
     live inside it (``kh.counts`` becomes a view), so absorbing stored keys updates it in place;
@@ -52,6 +63,7 @@ def state(kh, nh, sh, Qn: float, QS: float, sum_sqrt_hot: float, params: np.ndar
     sv[MABS], sv[MREL], sv[SPLIT], sv[ALPHA] = margin_abs, margin_rel, split_us, alpha
     sv[P:NK] = params
     sv[NK], sv[NH], sv[NS] = nk, nn, ns
+    sv[XEV], sv[XMIN] = explore_every, explore_min
     sv[KC:KC + nk] = kh.counts
     sv[KC + nk:KC + nk + nn] = nh.h
     sv[KC + nk + nn:] = sh.h
@@ -59,7 +71,8 @@ def state(kh, nh, sh, Qn: float, QS: float, sum_sqrt_hot: float, params: np.ndar
     if old is None:
         sv[CAL:CAL + PLANS] = 1.0
     else:
-        sv[INC], sv[EMA:CAL + PLANS] = old[INC], old[EMA:CAL + PLANS]
+        sv[INC], sv[EMA:CAL + PLANS], sv[DEC:OBS + 1] = old[INC], old[EMA:CAL + PLANS], old[DEC:OBS + 1]
+        sv[XCNT], sv[XRR] = old[XCNT], old[XRR]
     return sv
 
 
@@ -111,12 +124,11 @@ def _pick(c, inc, sv):
 @numba.njit(cache=True, nogil=True, inline="always")
 def _average(tot, n, sv):
     """Fold a batch's mean estimated costs into the averages; the incumbent is their argmin."""
-    a = min(1.0, sv[ALPHA] * n)
+    a = 1.0 if sv[OBS] == 0 else min(1.0, sv[ALPHA] * n)
+    sv[OBS] += n
     inc = int(sv[INC])
     for j in range(PLANS):
-        v = tot[j] / n
-        e = sv[EMA + j]
-        sv[EMA + j] = v if e == 0.0 else (1.0 - a) * e + a * v
+        sv[EMA + j] = (1.0 - a) * sv[EMA + j] + a * tot[j] / n
     for j in range(PLANS):  # a new incumbent must be clearly cheaper on average (its index is cold)
         if sv[EMA + j] < (1.0 - SWITCH) * sv[EMA + inc]:
             inc = j
@@ -125,16 +137,21 @@ def _average(tot, n, sv):
 
 @numba.njit(cache=True, nogil=True)
 def route_one(b, a, S, sv):
-    """The plan of one tuple (key b, range value a); S = |S| of the other side."""
+    """The plan of one tuple (key b, range value a); S = |S| of the other side (counted in sv)."""
     c = _costs(float(b), float(a), np.log2(2.0 + S), sv)
     k = _pick(c, int(sv[INC]), sv)
     _average(c, 1, sv)
+    sv[DEC + k] += 1.0
     return k
 
 
 @numba.njit(cache=True, nogil=True)
-def route_batch(key, x, S, sv, out):
-    """The plans of a batch into ``out``; returns the plan if all tuples got the same one, else -1."""
+def route_batch(key, x, S, sv, out, est):
+    """The plans of a batch into ``out``; returns the plan if all tuples got the same one, else -1.
+    ``est[j]``: the uncalibrated estimated cost (us) of the tuples sent to plan j (for the
+    calibration). Exploration (sv[XEV] > 0): every XEV-th batch of at least XMIN tuples, one
+    other plan (round robin, only if its estimate for the batch is within XRATIO x of the
+    incumbent's) takes every 4th of the incumbent's tuples, so that its factor is measured."""
     n = len(key)
     ls = np.log2(2.0 + S)
     cost = np.empty((n, PLANS))
@@ -152,10 +169,27 @@ def route_batch(key, x, S, sv, out):
         k = _pick(c, inc, sv)
         out[i] = k
         gain[k] += c[inc] - c[k]
+    xp = -1
+    if sv[XEV] > 0 and n >= sv[XMIN]:
+        sv[XCNT] += 1
+        if sv[XCNT] >= sv[XEV]:
+            sv[XCNT] = 0
+            for step in range(1, PLANS):
+                j = (int(sv[XRR]) + step) % PLANS
+                if j != inc and tot[j] <= XRATIO * tot[inc]:
+                    xp = j
+                    sv[XRR] = j
+                    break
+    for j in range(PLANS):
+        est[j] = 0.0
     first = -2
     for i in range(n):
         if out[i] != inc and gain[out[i]] <= sv[SPLIT]:
             out[i] = inc
+        if xp >= 0 and out[i] == inc and i % 4 == 0:
+            out[i] = xp
+        est[out[i]] += cost[i, out[i]] / sv[CAL + out[i]]
+        sv[DEC + out[i]] += 1.0
         if first == -2:
             first = out[i]
         elif out[i] != first:

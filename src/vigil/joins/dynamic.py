@@ -77,10 +77,17 @@ class Dynamic(JoinBase):
     # select router's choice rule (vigil.joins._route_select; chosen by measurement, see
     # docs/experiments/joins.md): margins (us, fraction of the incumbent's estimate), the fixed
     # cost of one more sub-batch (us), the per-tuple weight of the incumbent's average
-    margin_abs: ClassVar[float] = 0.0
+    margin_abs: ClassVar[float] = 10.0
     margin_rel: ClassVar[float] = 0.0
-    split_us: ClassVar[float] = 0.0
+    split_us: ClassVar[float] = 200.0
     alpha: ClassVar[float] = 0.01
+    # online calibration (batches of >= explore_min tuples): every explore_every-th such batch
+    # another plan takes a quarter of the incumbent's tuples; factor = EMA (weight cal_weight) of
+    # measured time / estimate per plan, from sub-batches of >= cal_min tuples (0: off)
+    explore_every: ClassVar[int] = 0
+    explore_min: ClassVar[int] = 256
+    cal_min: ClassVar[int] = 64
+    cal_weight: ClassVar[float] = 0.3
 
     def __init__(self, kind: str, output: str = "pairs") -> None:
         super().__init__(kind, output)
@@ -88,15 +95,17 @@ class Dynamic(JoinBase):
         self.route = {c: cls(self) for c, cls in PLANS[kind].items()}
         self._sv: dict[str, np.ndarray] = {}  # select: the router's state vector per arriving side
         self._sv_old: dict[str, np.ndarray] = {}  # the last ones (incumbent, averages carried over)
+        self._dec = np.zeros(len(self.choices), np.int64)  # + the select router's counts (in its sv)
         self.params = load_params(self.cost_file)[kind]
         self.stale = set(self.choices)
         self.keyhist = {s: KeyHistogram() for s in SIDES}
         self.nhist = {s: IntervalHistogram() for s in SIDES}
         self.shist = {s: IntervalHistogram() for s in SIDES}
-        self.decisions = np.zeros(len(self.choices), np.int64)
         self.route_seconds = 0.0
         self.last_choice = np.empty(0, np.int64)  # the last batch split between plans
         self._out = np.empty(0, np.int64)
+        self._est = np.zeros(4)  # per plan: uncalibrated estimate (us) of the last batch's tuples
+        self._calibrated: dict[str, set[int]] = {}  # per arriving side: plans measured so far
         self._scal: dict = {}
 
     @property
@@ -106,10 +115,23 @@ class Dynamic(JoinBase):
     @params.setter
     def params(self, p: dict) -> None:
         self._params = p
+        if getattr(self, "_sv", None) is not None:
+            self._dec = self.decisions
+            self._sv_old = {}
         self._sv = {}
         self._fast: dict[str, tuple] = {}
         self._band_state: tuple | None = None
         self._band_choice = 0
+
+    @property
+    def decisions(self) -> np.ndarray:
+        """Tuples routed to each plan (index into ``choices``) so far."""
+        out = self._dec.copy()
+        for side in SIDES:
+            sv = self._sv.get(side, self._sv_old.get(side))
+            if sv is not None:
+                out += sv[rs.DEC:rs.DEC + rs.PLANS].astype(np.int64)
+        return out
 
     # ------------------------------------------------------------------ queries
 
@@ -240,7 +262,9 @@ class Dynamic(JoinBase):
             return np.full(len(key), self._band_choice, np.int64)
         if self.kind == "select":
             ch = np.empty(len(key), np.int64)
+            before = self.decisions
             first = self._route_select(side, key, x, ch)
+            self._dec -= self.decisions - before  # asking is not routing: no decision counted
             if first >= 0:
                 ch[:] = first
             return ch
@@ -261,21 +285,37 @@ class Dynamic(JoinBase):
             old = sv if sv is not None else self._sv_old.get(side)
             sv = self._sv[side] = rs.state(kh, self.nhist[side], self.shist[side], float(self._scal["Q"]),
                                            float(sc["QS"]), sc["sum_sqrt_hot"], pv, self.margin_abs,
-                                           self.margin_rel, self.split_us, self.alpha, old)
-            self._fast[side] = (kh, self.sides[o].keys, sv)
+                                           self.margin_rel, self.split_us, self.alpha, old,
+                                           self.explore_every, self.explore_min)
+        self._fast[side] = (kh, self.sides[o].keys, sv, float(len(keys)))
         return sv
 
     def _route_select(self, side, key, x, out) -> int:
         """Select joins: the plans of the batch into ``out``; the plan if all got the same, else -1."""
         fast = self._fast.get(side)
-        if fast is not None and len(fast[1]) == fast[0].seen:  # no stored key to absorb
-            sv = fast[2]
-        else:
-            sv = self._select_state(side)
-        S = float(self._fast[side][0].seen)
+        if fast is None or len(fast[1]) != fast[0].seen:  # stored keys to absorb
+            self._select_state(side)
+            fast = self._fast[side]
+        sv, S = fast[2], fast[3]
         if len(key) == 1:
-            return rs.route_one(key[0], x[0], S, sv)
-        return rs.route_batch(key, x, S, sv, out)
+            return rs.route_one(key.item(0), x.item(0), S, sv)
+        return rs.route_batch(key, x, S, sv, out, self._est)
+
+    def _calibrate(self, side: str, c: int, seconds: float) -> None:
+        """Fold plan c's measured time on its sub-batch over its uncalibrated estimate into c's
+        calibration factor (exponential average)."""
+        sv, e = self._sv.get(side), self._est[c]
+        if sv is None or e <= 0.0:
+            return
+        r = seconds * 1e6 / e
+        seen = self._calibrated.setdefault(side, set())
+        w = self.cal_weight if c in seen else 1.0  # a plan's first measurement replaces its prior
+        sv[rs.CAL + c] = (1.0 - w) * sv[rs.CAL + c] + w * r
+        seen.add(c)
+        prior = float(np.exp(np.mean(np.log([sv[rs.CAL + j] for j in seen]))))
+        for j in range(rs.PLANS):  # a plan not measured yet: the measured ones' geometric mean
+            if j not in seen:
+                sv[rs.CAL + j] = prior
 
     # ------------------------------------------------------------------ probing
 
@@ -307,10 +347,19 @@ class Dynamic(JoinBase):
     def _probe(self, side, seqs, key, x, t, mode):
         """Route the batch; ``route_seconds`` accumulates estimating, choosing, splitting the
         batch by plan and merging the plans' outputs (everything but the plans' probes)."""
+        if len(key) == 1 and self.kind == "select" and self.force is None and side in self._ready:
+            t0 = time.perf_counter()  # the one-tuple fast path: one dict lookup, one numba call
+            fast = self._fast.get(side)
+            if fast is not None and fast[1]._n == fast[0].seen:
+                c = rs.route_one(key.item(0), x.item(0), fast[3], fast[2])
+            else:
+                c = self._route_select(side, key, x, None)
+            self.route_seconds += time.perf_counter() - t0
+            return self._run(self.choices[c], side, seqs, key, x, t, mode)
         if side not in self._ready:
             self._prepare(side)
         if self.force is not None:
-            self.decisions[self.choices.index(self.force)] += len(key)
+            self._dec[self.choices.index(self.force)] += len(key)
             return self._run(self.force, side, seqs, key, x, t, mode)
         t0 = time.perf_counter()
         if self.kind == "select":
@@ -322,20 +371,29 @@ class Dynamic(JoinBase):
             ch = self.choose(side, key, x, t)
             first = int(ch[0]) if (ch == ch[0]).all() else -1
         if first >= 0:
-            self.decisions[first] += len(key)
-            self.route_seconds += time.perf_counter() - t0
-            return self._run(self.choices[first], side, seqs, key, x, t, mode)
+            if self.kind != "select":  # the select kernels count their own
+                self._dec[first] += len(key)
+            t1 = time.perf_counter()
+            self.route_seconds += t1 - t0
+            res = self._run(self.choices[first], side, seqs, key, x, t, mode)
+            if self.kind == "select" and self.explore_every and len(key) >= self.cal_min:
+                self._calibrate(side, first, time.perf_counter() - t1)
+            return res
         ch = ch.copy()
         self.last_choice = ch
         outs = []
         probe = 0.0
         for c in np.unique(ch).tolist():
             idx = np.flatnonzero(ch == c)
-            self.decisions[c] += len(idx)
+            if self.kind != "select":
+                self._dec[c] += len(idx)
             sub = (seqs[idx], key[idx], x[idx], t[idx])
             t1 = time.perf_counter()
             q, i, o, cnt = self._run(self.choices[c], side, *sub, mode)
-            probe += time.perf_counter() - t1
+            dt = time.perf_counter() - t1
+            probe += dt
+            if self.kind == "select" and self.explore_every and len(idx) >= self.cal_min:
+                self._calibrate(side, c, dt)
             outs.append((q, idx[i], o, cnt))
         res = _merge(outs)
         self.route_seconds += time.perf_counter() - t0 - probe
@@ -374,6 +432,6 @@ class Optimum(Dynamic):
             self.times.append(ts)
             self.best.append(b)
             self.dyn.append(int(dyn[i]))
-            self.decisions[b] += 1
+            self._dec[b] += 1
         return _merge(outs)
 
