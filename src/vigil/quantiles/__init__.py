@@ -6,7 +6,9 @@ QuantileOperator protocol (one instance per (column, rows window or None)):
                                        # rows: sliding window length in seq units, or None
     op.register(qid, phi, eps, start, notify=False)
                                        # query (phi, eps_q); counts only elements with seq > start;
-                                       # notify: its result is maintained and pushed as it changes
+                                       # notify: its result is maintained and pushed as it changes;
+                                       # notify="cluster" (operators with ``serves_clusters``: the
+                                       # trigger-based ones): it shows its cluster's value (below)
     op.terminate(qid)
     op.push(values, seqs) -> (qids, offsets, values)
                                        # float64[n], int64[n] strictly increasing; returns the notify
@@ -15,6 +17,9 @@ QuantileOperator protocol (one instance per (column, rows window or None)):
     op.lookup(qids, n) -> float64[k]   # answers after element n; NaN when the window is empty
                                        # (a notify query: its maintained value)
     op.summary(qid, n) -> float64[m]   # the query's mergeable summary after element n (sharded mode)
+    op.cluster_events() -> ((qids, offsets, clusters), (clusters, offsets, values))
+                                       # notify="cluster": the last push's membership events and
+                                       # cluster updates (push then returns no per-query update)
 
 Window after element n, for a query registered at start: the pushed elements with seq > start
 (rows None) or those with seq in [max(start+1, n-rows+1), n].
@@ -28,6 +33,13 @@ Notify updates: a notify query gets an update at its first element (the first pu
 with seq > start) and at every element where its maintained value changes, and only then; after
 every element the latest update's value satisfies the contract below (the oracle maintains the
 exact answer and reports every change of it).
+Cluster notification (``notify="cluster"``, docs/contract.md; an operator serves either these
+queries or per-query notify ones): a query's value is its cluster's (paper 004 §3: the queries of
+a cluster share one result element); a membership event (qid, offset, cluster number) says the
+query shows that cluster's value from that element on (its first element, a move when OQC merges
+absorb its cluster); a cluster update (number, offset, value) that the cluster's value changed
+there. Numbers are unique in a run, never reused. Operators without ``serves_clusters`` are served
+by the engine adapter with one cluster per query (:mod:`.group`).
 Contract: with N elements in the window, the answer is one of them and its rank r (any rank it
 occupies among ties) satisfies |r - max(1, ceil(phi*N))| <= e*N + 1, where
 e = max(eps_q, summary eps). The oracle answers exactly.

@@ -21,6 +21,12 @@ that value changes, sorted by (offset, qid). By Theorem 4 the value stays a vali
 rank within eps_q*N of phi*N over the query's window, until its deadline. A lookup of a notify query returns its maintained value in O(1); other queries are
 answered on lookup from the summary (best tuple of their query interval, O(log m)).
 
+Cluster notification (``notify="cluster"``, :mod:`.epoch`): the operator's epochs run with
+``lazy`` = -1: every query shows its cluster's value, the kernel walks no member and writes one
+record per cluster change; ``push`` returns no per-query update and :meth:`TriggerQuantiles.cluster_events`
+gives the membership events and cluster updates. The work per element no longer depends on the
+number of queries, only on the clusters' re-evaluations (the paper's message number).
+
 Summary precision. Answers are served at max(eps_q, eps) (eps: ``--quantile-epsilon``), but an
 epoch's GK summary may run finer, at eps * ``summary_ratio`` (CASU: 0.25). The query interval
 (eq. (2)) is then [phi - e + eps_s, phi + e - eps_s] with e = max(eps_q, eps) and eps_s the
