@@ -224,7 +224,29 @@ def _pieces_select(a, b, r, lq, cap, mask, lo, hi, less, leq, mv, mw, tmp):
     return select_kth(lq, lo, hi, p, r, mv, mw, less, leq, tmp)
 
 
-G = 16  # lookups processed together: their independent memory reads overlap
+G = 16  # wavelet walks processed together: their independent memory reads overlap
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _small_pass(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num, q_den, q_rw, seqs, times, mask,
+                V, m, last_seq, vals, direct, out, dk, da, db):
+    """First pass: every lookup's bounds; empty windows and windows of <= direct elements are
+    answered here (a tight loop), the others are deferred to (dk, da, db). Returns their number."""
+    buf = np.empty(16, np.float64)
+    nd = 0
+    for kq in range(len(qids)):
+        q = qids[kq]
+        a, b = window_bounds(q, n, t_now, time_based, q_left, q_right, q_start, seqs, times, mask, V, m, last_seq)
+        if a > b:
+            out[kq] = np.nan
+        elif b - a < direct:
+            out[kq] = small_select(vals, mask, a, b, q_phi[q], q_num[q], q_den[q], q_rw[q], buf)
+        else:
+            dk[nd] = kq
+            da[nd] = a
+            db[nd] = b
+            nd += 1
+    return nd
 
 
 @numba.njit(cache=True, nogil=True)
@@ -234,8 +256,20 @@ def wq_lookup(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num
     W <= direct: a sorting network over the raw ring values (:func:`small_select`); else the
     smallest scale with W <= S/2 + 1 whose block floor(a / (S/2)) is built: the wavelet-matrix
     range-quantile walk (O(L) reads); else B-INT-QNT's selection over sorted base-interval pieces.
-    Lookups go in groups of G: first every lookup's bounds, counts and route, then the wavelet
-    walks of the group level by level in lockstep (G independent reads in flight per level)."""
+    A first pass answers the small windows (specialized for rows / time windows); the others go
+    in groups of G: route first, then the group's wavelet walks level by level in lockstep."""
+    nq = len(qids)
+    dk = np.empty(nq, np.int64)
+    da = np.empty(nq, np.int64)
+    db = np.empty(nq, np.int64)
+    if time_based:
+        nd = _small_pass(qids, n, t_now, True, q_left, q_right, q_start, q_phi, q_num, q_den, q_rw, seqs, times,
+                         mask, V, m, last_seq, vals, direct, out, dk, da, db)
+    else:
+        nd = _small_pass(qids, n, t_now, False, q_left, q_right, q_start, q_phi, q_num, q_den, q_rw, seqs, times,
+                         mask, V, m, last_seq, vals, direct, out, dk, da, db)
+    if nd == 0:
+        return
     lo = np.empty(128, np.int64)
     hi = np.empty(128, np.int64)
     less = np.empty(128, np.int64)
@@ -243,7 +277,6 @@ def wq_lookup(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num
     mv = np.empty(128, np.float64)
     mw = np.empty(128, np.int64)
     tmp = np.empty(520, np.float64)
-    buf = np.empty(16, np.float64)
     g_k = np.empty(G, np.int64)  # output index
     g_x0 = np.empty(G, np.int64)
     g_x1 = np.empty(G, np.int64)
@@ -254,22 +287,16 @@ def wq_lookup(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num
     g_code = np.empty(G, np.int64)
     g_sv = np.empty(G, np.int64)
     ns = len(sc_exp)
-    nq = len(qids)
-    for c0 in range(0, nq, G):
-        c1 = min(nq, c0 + G)
+    for c0 in range(0, nd, G):
+        c1 = min(nd, c0 + G)
         ng = 0
         maxL = 0
-        for kq in range(c0, c1):
+        for j in range(c0, c1):
+            kq = dk[j]
             q = qids[kq]
-            a, b = window_bounds(q, n, t_now, time_based, q_left, q_right, q_start, seqs, times, mask, V, m,
-                                 last_seq)
-            if a > b:
-                out[kq] = np.nan
-                continue
+            a = da[j]
+            b = db[j]
             w = b - a + 1
-            if w <= direct:
-                out[kq] = small_select(vals, mask, a, b, q_phi[q], q_num[q], q_den[q], q_rw[q], buf)
-                continue
             routed = False
             for s in range(ns):
                 L = sc_exp[s]
