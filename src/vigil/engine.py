@@ -175,10 +175,12 @@ class Engine:
     def _add_operations(self, ops: list) -> None:
         new: list[tuple[int, int, dict]] = []
         run: list[dict] = []  # registrations to apply now, at self.position, in order
-        for op, err in oprun.parse_ops(ops):
-            self.counts["ops_in"] += 1
+        parsed = oprun.parse_ops(ops)
+        self.counts["ops_in"] += len(parsed)
+        idle = not self.pending  # (only this loop's end adds to pending)
+        for op, err in parsed:
             at = op.get("at")
-            if not err and at == self.position and not self.pending and not new and op["op"] == "register":
+            if not err and at == self.position and idle and not new and op["op"] == "register":
                 run.append(op)
                 continue
             if run:
@@ -192,7 +194,7 @@ class Engine:
                 self._emit("late", None, at, ident=ident if isinstance(ident, str) else None,
                            reason=f"operation at {at} arrived after element {self.position}; applied after element {self.position}")
                 self._apply(op, self.position)
-            elif at == self.position and not self.pending and not new:
+            elif at == self.position and idle and not new:
                 self._apply(op, at)
             else:
                 new.append((at, self.arrival, op))
@@ -376,16 +378,21 @@ class Engine:
         groups, not at every termination."""
         left: dict[str, int] = {}
         seen: set[int] = set()
+        by_id, where, groups = self.by_id, self.where, self.groups
         for k, (at, _, op) in enumerate(self.pending):
-            qid = self.by_id.get(op["id"]) if op["op"] == "terminate" else None
-            if qid is None or at > upto:  # an unknown id is rejected in its place
+            if at > upto or op["op"] != "terminate":
                 return k
-            key = self.where.get(qid)
+            qid = by_id.get(op["id"])
+            if qid is None:  # an unknown id is rejected in its place
+                return k
+            key = where.get(qid)
             if key is None or qid in seen:
                 continue
-            if not self.groups[key].independent:
+            g = groups[key]
+            if not g.independent:
                 return k
-            n = left.get(key, len(self.groups[key].qids)) - 1
+            n = left.get(key)
+            n = (len(g.qids) if n is None else n) - 1
             if n < 1:
                 return k
             left[key] = n
@@ -394,19 +401,21 @@ class Engine:
 
     def _terminate_all(self, todo: list[tuple[int, int, dict]]) -> None:
         """Apply terminations as ``_apply`` would, with one operator call per group."""
+        self.counts["ops_applied"] += len(todo)
+        by_id, where = self.by_id, self.where
         per: dict[str, list[int]] = {}
-        done: set[int] = set()
-        for _, _, op in todo:  # known ids only (see _deferrable)
-            qid = self.by_id[op["id"]]
-            self.counts["ops_applied"] += 1
-            key = self.where.get(qid)
-            if key is not None and qid not in done:  # terminating a matured query is a no-op
+        for qid in dict.fromkeys([by_id[op["id"]] for _, _, op in todo]):  # known ids (_deferrable), once each
+            key = where.get(qid)
+            if key is not None:  # terminating a matured query is a no-op
                 per.setdefault(key, []).append(qid)
-                done.add(qid)
         for key, qids in per.items():
-            self.groups[key].terminate_many(qids)
-            for qid in qids:
-                self._gone(qid)
+            g = self.groups[key]
+            g.terminate_many(qids)
+            for qid in qids:  # as _gone(qid) for each
+                del where[qid]
+            g.qids.difference_update(qids)
+            if not g.qids and not g.keeps_history:
+                del self.groups[key]
 
     def _reject_rows(self, items: list[tuple[int | None, str]]) -> None:
         self.counts["rows_rejected"] += len(items)

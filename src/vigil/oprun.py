@@ -65,18 +65,25 @@ def parse_op(raw: Any) -> tuple[dict, str | None]:
 
 def parse_ops(raws: list) -> list[tuple[dict, str | None]]:
     """``[parse_op(raw) for raw in raws]``, the JSON lines decoded in one pass."""
+    out = []
     if not any(isinstance(r, str | bytes) for r in raws):
         return [check_op(r) for r in raws]
     texts = [r for r in raws if isinstance(r, str | bytes)]
     dec = iter(jsonline.loads_many(texts))
-    out = []
     for r in raws:
-        if isinstance(r, str | bytes):
-            r = next(dec)
-            if isinstance(r, ValueError):
-                out.append(({}, _malformed(r)))
+        if not isinstance(r, str | bytes):
+            out.append(check_op(r))
+            continue
+        r = next(dec)
+        if type(r) is dict:  # decoded here: a fresh dict, used as the op without a copy
+            kind, at = r.get("op"), r.get("at", 0)
+            fields = OP_FIELDS.get(kind) if type(kind) is str else None
+            if fields is not None and type(at) is int and at >= 0 and r.keys() <= fields \
+                    and (type(r.get("query")) is dict if kind == "register" else type(r.get("id")) is str):
+                r["at"] = at
+                out.append((r, None))
                 continue
-        out.append(check_op(r))
+        out.append(({}, _malformed(r)) if isinstance(r, ValueError) else check_op(r))
     return out
 
 

@@ -9,6 +9,7 @@ distinct positions (100,000 lookups: 248 us each)."""
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -61,9 +62,5 @@ class Pending:
         return bisect.bisect_right(self._items, at, lo=self._head, key=_at) - self._head
 
 
-def _at(e: Entry) -> int:
-    return e[0]
-
-
-def _order(e: Entry) -> tuple[int, int]:
-    return e[0], e[1]
+_at = operator.itemgetter(0)  # an entry's at
+_order = operator.itemgetter(0, 1)  # its (at, arrival)
