@@ -105,3 +105,25 @@ def test_exploring_and_calibrating_router_agrees_with_the_oracle():
         seq += n
         assert all(np.array_equal(a, b) for a, b in zip(got, exp, strict=True)), step
     assert op._calibrated and (op.decisions > 0).sum() >= 2
+
+
+def test_quiet_one_tuple_path_counts_and_agrees_with_the_oracle():
+    """quiet_us huge: after each routed tuple the next quiet_skip one-tuple calls go to the
+    incumbent unrouted; every tuple is still counted once and the outputs are the oracle's."""
+    from vigil.joins.oracle import JoinOracle
+
+    cls = type("Quiet", (dynamic.Dynamic,), {"quiet_us": 1e12, "quiet_skip": 3})
+    rng = np.random.default_rng(6)
+    op, ora = cls("select"), JoinOracle("select")
+    for i in range(40):
+        a, c = rng.uniform(0, 50, 2)
+        s = select(f"q{i}", (a, a + rng.uniform(0, 20)), (c, c + rng.uniform(0, 20)))
+        op.register(i, s)
+        ora.register(i, s)
+    op.insert("right", np.arange(1, 101), rng.integers(0, 20, 100), rng.uniform(0, 70, (100, 1)), None)
+    ora.insert("right", np.arange(1, 101), op.sides["right"].keys.view.copy(), op.sides["right"].x.view.reshape(-1, 1), None)
+    for i in range(40):
+        args = (np.array([200 + i]), rng.integers(0, 20, 1), rng.uniform(0, 70, (1, 1)).round(), None)
+        got, exp = op.insert("left", *args), ora.insert("left", *args)
+        assert all(np.array_equal(a, b) for a, b in zip(got, exp, strict=True)), i
+    assert op.decisions.sum() == 40 and sum(op._unrouted) >= 20

@@ -24,6 +24,12 @@ exploration on, every few large batches one other plan takes a quarter of the in
 tuples; the operator divides each plan's measured sub-batch time by its uncalibrated
 estimate and keeps an exponential average per plan as that plan's factor (``CAL``).
 
+Quiet state (ours, one tuple per call only): routing a tuple costs ~1-1.5 us, a few percent of
+a one-tuple call; when the decisions of the recent tuples saved (by the estimates) less than that
+over just using the incumbent, the operator sends the next ``quiet_skip`` tuples to the incumbent
+without estimating, then routes one again (statistics and averages stay current; any tuple
+whose estimate shows a saving ends the quiet state).
+
 Cost: O(1) per tuple, O(plans) extra per batch; space O(buckets) (the histograms, shared).
 """
 
@@ -42,7 +48,8 @@ NK, NH, NS = 45, 46, 47  # bucket counts of the key, n' and n'' histograms
 DEC = 48  # 4 slots: tuples routed to each plan (the operator's ``decisions``)
 OBS = 52  # tuples seen by the averages (0: not started)
 XEV, XMIN, XCNT, XRR = 53, 54, 55, 56  # exploration: every XEV-th batch of >= XMIN tuples; counters
-KC = 57  # then the key counts, the n' buckets, the n'' buckets
+SAVE, QUIET = 57, 58  # one-tuple path: average estimated saving of routing (us); below QUIET: quiet
+KC = 59  # then the key counts, the n' buckets, the n'' buckets
 PLANS = 4
 SWITCH = 0.05  # relative margin for changing the incumbent
 XRATIO = 4.0  # exploration tries plans estimated at most this many times the incumbent's cost
@@ -50,7 +57,7 @@ XRATIO = 4.0  # exploration tries plans estimated at most this many times the in
 
 def state(kh, nh, sh, Qn: float, QS: float, sum_sqrt_hot: float, params: np.ndarray, margin_abs: float,
           margin_rel: float, split_us: float, alpha: float, old: np.ndarray | None = None,
-          explore_every: int = 0, explore_min: int = 256) -> np.ndarray:
+          explore_every: int = 0, explore_min: int = 256, quiet_us: float = 0.0) -> np.ndarray:
     """The state vector for the current histograms / queries / parameters (``old``: carry the
     incumbent, its averages and the calibration factors over). The key histogram's counts then
     live inside it (``kh.counts`` becomes a view), so absorbing stored keys updates it in place;
@@ -63,7 +70,7 @@ def state(kh, nh, sh, Qn: float, QS: float, sum_sqrt_hot: float, params: np.ndar
     sv[MABS], sv[MREL], sv[SPLIT], sv[ALPHA] = margin_abs, margin_rel, split_us, alpha
     sv[P:NK] = params
     sv[NK], sv[NH], sv[NS] = nk, nn, ns
-    sv[XEV], sv[XMIN] = explore_every, explore_min
+    sv[XEV], sv[XMIN], sv[QUIET], sv[SAVE] = explore_every, explore_min, quiet_us, 1e9
     sv[KC:KC + nk] = kh.counts
     sv[KC + nk:KC + nk + nn] = nh.h
     sv[KC + nk + nn:] = sh.h
@@ -72,7 +79,7 @@ def state(kh, nh, sh, Qn: float, QS: float, sum_sqrt_hot: float, params: np.ndar
         sv[CAL:CAL + PLANS] = 1.0
     else:
         sv[INC], sv[EMA:CAL + PLANS], sv[DEC:OBS + 1] = old[INC], old[EMA:CAL + PLANS], old[DEC:OBS + 1]
-        sv[XCNT], sv[XRR] = old[XCNT], old[XRR]
+        sv[XCNT], sv[XRR], sv[SAVE] = old[XCNT], old[XRR], old[SAVE]
     return sv
 
 
@@ -137,11 +144,18 @@ def _average(tot, n, sv):
 
 @numba.njit(cache=True, nogil=True)
 def route_one(b, a, S, sv):
-    """The plan of one tuple (key b, range value a); S = |S| of the other side (counted in sv)."""
+    """The plan of one tuple (key b, range value a); S = |S| of the other side (counted in sv).
+    Returns plan + PLANS when quiet: the plan is the incumbent and the average estimated saving
+    of the recent decisions over the incumbent is below sv[QUIET] (the cost of routing)."""
     c = _costs(float(b), float(a), np.log2(2.0 + S), sv)
-    k = _pick(c, int(sv[INC]), sv)
+    inc = int(sv[INC])
+    k = _pick(c, inc, sv)
     _average(c, 1, sv)
     sv[DEC + k] += 1.0
+    s = c[inc] - c[k]  # the estimated saving of this decision over the incumbent
+    sv[SAVE] = s if sv[SAVE] >= 1e9 else (1.0 - sv[ALPHA]) * sv[SAVE] + sv[ALPHA] * s
+    if k == int(sv[INC]) and sv[SAVE] < sv[QUIET]:
+        return k + PLANS  # quiet: routing saves less than it costs; the caller may skip a few
     return k
 
 

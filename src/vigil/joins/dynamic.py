@@ -84,6 +84,10 @@ class Dynamic(JoinBase):
     # online calibration (batches of >= explore_min tuples): every explore_every-th such batch
     # another plan takes a quarter of the incumbent's tuples; factor = EMA (weight cal_weight) of
     # measured time / estimate per plan, from sub-batches of >= cal_min tuples (0: off)
+    # one-tuple calls: below this average estimated saving per routed tuple (us; ~ the measured
+    # cost of routing one), the next quiet_skip tuples go to the incumbent unrouted
+    quiet_us: ClassVar[float] = 1.5
+    quiet_skip: ClassVar[int] = 15
     explore_every: ClassVar[int] = 0
     explore_min: ClassVar[int] = 256
     cal_min: ClassVar[int] = 64
@@ -96,6 +100,8 @@ class Dynamic(JoinBase):
         self._sv: dict[str, np.ndarray] = {}  # select: the router's state vector per arriving side
         self._sv_old: dict[str, np.ndarray] = {}  # the last ones (incumbent, averages carried over)
         self._dec = np.zeros(len(self.choices), np.int64)  # + the select router's counts (in its sv)
+        self._unrouted = [0] * len(self.choices)  # one-tuple calls sent to the incumbent while quiet
+        self._quiet: dict[str, list[int]] = {}  # per arriving side: [tuples left to skip, plan]
         self.params = load_params(self.cost_file)[kind]
         self.stale = set(self.choices)
         self.keyhist = {s: KeyHistogram() for s in SIDES}
@@ -117,7 +123,9 @@ class Dynamic(JoinBase):
         self._params = p
         if getattr(self, "_sv", None) is not None:
             self._dec = self.decisions
+            self._unrouted = [0] * len(self.choices)
             self._sv_old = {}
+            self._quiet = {}
         self._sv = {}
         self._fast: dict[str, tuple] = {}
         self._band_state: tuple | None = None
@@ -126,7 +134,7 @@ class Dynamic(JoinBase):
     @property
     def decisions(self) -> np.ndarray:
         """Tuples routed to each plan (index into ``choices``) so far."""
-        out = self._dec.copy()
+        out = self._dec + self._unrouted
         for side in SIDES:
             sv = self._sv.get(side, self._sv_old.get(side))
             if sv is not None:
@@ -191,7 +199,7 @@ class Dynamic(JoinBase):
                 sc[s]["tau"] = self.route["ssi"].part[s].size()
         sc["wmax"] = float(rows[:, 4].max()) if len(rows) else 0.0
         self._scal = sc
-        self._sv_old, self._sv, self._fast = {**self._sv_old, **self._sv}, {}, {}
+        self._sv_old, self._sv, self._fast, self._quiet = {**self._sv_old, **self._sv}, {}, {}, {}
 
     # ------------------------------------------------------------------ statistics
 
@@ -286,7 +294,7 @@ class Dynamic(JoinBase):
             sv = self._sv[side] = rs.state(kh, self.nhist[side], self.shist[side], float(self._scal["Q"]),
                                            float(sc["QS"]), sc["sum_sqrt_hot"], pv, self.margin_abs,
                                            self.margin_rel, self.split_us, self.alpha, old,
-                                           self.explore_every, self.explore_min)
+                                           self.explore_every, self.explore_min, self.quiet_us)
         self._fast[side] = (kh, self.sides[o].keys, sv, float(len(keys)))
         return sv
 
@@ -298,7 +306,8 @@ class Dynamic(JoinBase):
             fast = self._fast[side]
         sv, S = fast[2], fast[3]
         if len(key) == 1:
-            return rs.route_one(key.item(0), x.item(0), S, sv)
+            return rs.route_one(key.item(0), x.item(0), S, sv) % rs.PLANS if out is not None else \
+                rs.route_one(key.item(0), x.item(0), S, sv)
         return rs.route_batch(key, x, S, sv, out, self._est)
 
     def _calibrate(self, side: str, c: int, seconds: float) -> None:
@@ -349,11 +358,20 @@ class Dynamic(JoinBase):
         batch by plan and merging the plans' outputs (everything but the plans' probes)."""
         if len(key) == 1 and self.kind == "select" and self.force is None and side in self._ready:
             t0 = time.perf_counter()  # the one-tuple fast path: one dict lookup, one numba call
-            fast = self._fast.get(side)
-            if fast is not None and fast[1]._n == fast[0].seen:
-                c = rs.route_one(key.item(0), x.item(0), fast[3], fast[2])
+            quiet = self._quiet.get(side)
+            if quiet is not None and quiet[0] > 0:
+                quiet[0] -= 1
+                c = quiet[1]
+                self._unrouted[c] += 1
             else:
-                c = self._route_select(side, key, x, None)
+                fast = self._fast.get(side)
+                if fast is not None and fast[1]._n == fast[0].seen:
+                    c = rs.route_one(key.item(0), x.item(0), fast[3], fast[2])
+                else:
+                    c = self._route_select(side, key, x, None)
+                if c >= rs.PLANS:
+                    c -= rs.PLANS
+                    self._quiet[side] = [self.quiet_skip, c]
             self.route_seconds += time.perf_counter() - t0
             return self._run(self.choices[c], side, seqs, key, x, t, mode)
         if side not in self._ready:
