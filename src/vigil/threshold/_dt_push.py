@@ -27,12 +27,12 @@ def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
     return nout + 1
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, inline="always")
 def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
     """Counter of node r is now c (>= the top sigma of H(r)): deliver every due signal."""
+    info = NR[r, 3]
+    rp = _root(info >> 32, info & _LO32)  # fixed for the node
     while True:
-        info = NR[r, 3]
-        rp = _root(info >> 32, info & _LO32)
         s0 = tt[rp, 0]
         if s0 > c:
             break
@@ -51,7 +51,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
         if lq > 0:
             # weighted round (§7): one increment may carry several signals; they stop when the
             # coordinator has its h signals and announces the end of the round
-            ksig = (c - s0) // lq + 1
+            ksig = 1 if c - s0 < lq else (c - s0) // lq + 1  # usually 1: no division
             need = h - qr[q, 2]
             if ksig < need:
                 qr[q, 2] += ksig

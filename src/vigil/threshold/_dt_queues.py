@@ -151,7 +151,7 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
 # read per level and no position index to maintain (the leaves are fixed).
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, inline="always")
 def _set_key(NR, tt, r, slot, newkey):
     """Set the key of leaf ``slot`` of H(r) and re-play its matches; keep NR[r, 2] = min."""
     info = NR[r, 3]
@@ -189,7 +189,7 @@ def _set_key(NR, tt, r, slot, newkey):
     NR[r, 2] = tt[off, 0]
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, inline="always")
 def _remove_query(NR, tt, qn, qr, q):
     for j in range(qr[q, 3], qr[q + 1, 3]):
         _set_key(NR, tt, qn[j, 0], qn[j, 1], I64_MAX)
