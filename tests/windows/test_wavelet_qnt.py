@@ -145,3 +145,16 @@ def test_time_windows_and_empty_windows():
             op.push(vals, seqs, times)
         q = np.arange(4)
         np.testing.assert_array_equal(ops[0].lookup(q, seq, t + 0.25), ops[1].lookup(q, seq, t + 0.25))
+
+
+@pytest.mark.parametrize("P", [2, 4, 6, 8, 10, 12, 14, 16])
+def test_sorting_networks_sort_every_01_input(P):
+    """0-1 principle: a comparator network sorts every input iff it sorts every 0-1 input."""
+    from vigil.windows import _sort_networks
+
+    net = getattr(_sort_networks, f"net{P}")
+    bits = (np.arange(1 << P)[:, None] >> np.arange(P)[None, :]) & 1
+    for row in bits.astype(np.float64):
+        buf = row.copy()
+        net(buf)
+        assert np.all(np.diff(buf) >= 0)

@@ -26,6 +26,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from ._bint_qnt_kernels import _nonnull, select_kth
+from ._sort_networks import net2, net4, net6, net8, net10, net12, net14, net16
 from ._window_kernels import quantile_rank, window_bounds
 
 SMALL_MAX = 16  # the branch-free selection pads to 8 or 16 values
@@ -57,10 +58,9 @@ def _rank0(z, base, x):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _gather_sort(vals, mask, a, n, buf, P):
-    """buf[:P] = the values at ring positions a..a+n-1 (n <= P; NULLs and padding as +inf), sorted
-    by an odd-even transposition network: P rounds of branch-free min/max compare-exchanges (P is
-    a literal at every call site, so the loops unroll). Returns the number of non-null values."""
+def _gather(vals, mask, a, n, buf, P):
+    """buf[:P] = the values at ring positions a..a+n-1 (n <= P; NULLs and padding as +inf).
+    Returns the number of non-null values."""
     for i in range(P):
         buf[i] = np.inf
     c = 0
@@ -68,12 +68,6 @@ def _gather_sort(vals, mask, a, n, buf, P):
         y = vals[(a + i) & mask]
         c += y == y
         buf[i] = y if y == y else np.inf
-    for r in range(P):
-        for i in range(r & 1, P - 1, 2):
-            x = buf[i]
-            y = buf[i + 1]
-            buf[i] = x if x < y else y
-            buf[i + 1] = y if x < y else x
     return c
 
 
@@ -89,21 +83,40 @@ def _rank(rw, phi, num, den, cnt):
 @numba.njit(cache=True, nogil=True, inline="always")
 def small_select(vals, mask, a, b, phi, num, den, rw, buf):
     """The phi-quantile of the non-null values at ring positions a..b (b - a < 16; NaN if none):
-    gathered, padded to an even count (2 .. 16) and sorted by a fixed network (no data-dependent
-    branch), then slot rank-1 read. Measured faster here than quickselect and than rank counting
-    (~40 ns vs 100-190 ns at 10 values, selection alone)."""
+    gathered, padded to an even count P (2 .. 16) with +inf and sorted by a fixed network
+    (:mod:`vigil.windows._sort_networks`: straight-line min/max, no data-dependent branch), then
+    slot rank-1 read. Measured faster here than quickselect and than rank counting (selection of
+    10 values: ~20 ns by odd-even transposition, 100-190 ns by the others)."""
     n = b - a + 1
     if n == 1:
         return vals[a & mask]
     if n <= 8:
         if n <= 4:
-            c = _gather_sort(vals, mask, a, n, buf, 2) if n == 2 else _gather_sort(vals, mask, a, n, buf, 4)
+            if n == 2:
+                c = _gather(vals, mask, a, n, buf, 2)
+                net2(buf)
+            else:
+                c = _gather(vals, mask, a, n, buf, 4)
+                net4(buf)
+        elif n <= 6:
+            c = _gather(vals, mask, a, n, buf, 6)
+            net6(buf)
         else:
-            c = _gather_sort(vals, mask, a, n, buf, 6) if n <= 6 else _gather_sort(vals, mask, a, n, buf, 8)
+            c = _gather(vals, mask, a, n, buf, 8)
+            net8(buf)
     elif n <= 12:
-        c = _gather_sort(vals, mask, a, n, buf, 10) if n <= 10 else _gather_sort(vals, mask, a, n, buf, 12)
+        if n <= 10:
+            c = _gather(vals, mask, a, n, buf, 10)
+            net10(buf)
+        else:
+            c = _gather(vals, mask, a, n, buf, 12)
+            net12(buf)
+    elif n <= 14:
+        c = _gather(vals, mask, a, n, buf, 14)
+        net14(buf)
     else:
-        c = _gather_sort(vals, mask, a, n, buf, 14) if n <= 14 else _gather_sort(vals, mask, a, n, buf, 16)
+        c = _gather(vals, mask, a, n, buf, 16)
+        net16(buf)
     if c == 0:
         return np.nan
     return buf[_rank(rw, phi, num, den, c) - 1]
