@@ -321,8 +321,8 @@ class Dynamic(JoinBase):
         w = self.cal_weight if c in seen else 1.0  # a plan's first measurement replaces its prior
         sv[rs.CAL + c] = (1.0 - w) * sv[rs.CAL + c] + w * r
         seen.add(c)
-        prior = float(np.exp(np.mean(np.log([sv[rs.CAL + j] for j in seen]))))
-        for j in range(rs.PLANS):  # a plan not measured yet: the measured ones' geometric mean
+        prior = min(sv[rs.CAL + j] for j in seen)
+        for j in range(rs.PLANS):  # a plan not measured yet: optimistic, the lowest measured factor
             if j not in seen:
                 sv[rs.CAL + j] = prior
 
