@@ -62,8 +62,8 @@ def test_range_quantile_walk_equals_sorting(L, data):
 
 
 def test_scale_of():
-    assert scale_of(16) == SCALES[0] and scale_of(17) == 5 and scale_of(18) == 7
-    assert scale_of(100) == 9 and scale_of(1000) == 11 and scale_of(16385) == 15 and scale_of(16386) == 0
+    assert scale_of(16) == SCALES[0] and scale_of(17) == 5 and scale_of(18) == 6 and scale_of(33) == 6
+    assert scale_of(100) == 8 and scale_of(1000) == 11 and scale_of(16385) == 15 and scale_of(16386) == 0
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -113,13 +113,13 @@ def test_wavelet_path_serves_historical_windows():
     poisoned to prove it), one in the newest, unbuilt block by the fallback."""
     op, ref = WaveletQnt("quantile", False), MaterializeNone("quantile", False)
     for o in (op, ref):
-        o.register(0, _spec(0, 5100, 5000, 0.5), 0)  # W = 100, historical: scale 2^9
+        o.register(0, _spec(0, 5100, 5000, 0.5), 0)  # W = 100, historical: scale 2^8
         o.register(1, _spec(1, 100, 0, 0.3), 0)  # W = 100, suffix: the newest block is not built
     rng = np.random.default_rng(7)
     vals = rng.integers(0, 20, 20000).astype(float)
     for o in (op, ref):
         o.push(vals, np.arange(1, 20001), None)
-    assert op.sc_exp.tolist() == [9]
+    assert op.sc_exp.tolist() == [8]
     want = ref.lookup(np.array([0, 1]), 20000)
     np.testing.assert_array_equal(op.lookup(np.array([0, 1]), 20000), want)
     op.lq[:] = -1.0  # B-INT-QNT's pieces poisoned: only the wavelet path can still be right

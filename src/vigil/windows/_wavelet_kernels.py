@@ -359,17 +359,14 @@ def wq_lookup(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num
                 x1 = g_x1[g]
                 zl = _rank0(z, base, x0)
                 zr = _rank0(z, base, x1)
+                tz = _rank0(z, base, S)
                 zs = zr - zl
                 kk = g_r[g]
-                if kk < zs:
-                    g_x0[g] = zl
-                    g_x1[g] = zr
-                else:
-                    g_r[g] = kk - zs
-                    tz = _rank0(z, base, S)
-                    g_x0[g] = tz + x0 - zl
-                    g_x1[g] = tz + x1 - zr
-                    g_code[g] |= 1 << (L - 1 - lev)
+                d = np.int64(kk >= zs)  # 1: the k-th code has this bit set (branch-free step)
+                g_r[g] = kk - d * zs
+                g_x0[g] = zl + d * (tz + x0 - zl - zl)
+                g_x1[g] = zr + d * (tz + x1 - zr - zr)
+                g_code[g] = (g_code[g] << 1) | d
                 g_base[g] = base + 2 * ((S >> 6) + 1)
         for g in range(ng):
             out[g_k[g]] = sv[g_sv[g] + g_code[g]]

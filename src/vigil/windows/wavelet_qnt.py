@@ -22,7 +22,7 @@ Navarro, Ordonez, "The wavelet matrix", SPIRE 2012) which are static; a stream i
 
 Counts of non-null values per window come from a ring of non-null prefix counts (O(1)).
 
-Bounds (N_max = the alive queries' reach, s = scales in use, s <= len(SCALES) = 6): UPDATE
+Bounds (N_max = the alive queries' reach, s = scales in use, s <= len(SCALES) = 11): UPDATE
 O(log N_max + s L) amortized (B-INT-QNT's merges + the block builds); space O(N_max log N_max)
 words for B-INT-QNT plus O(s N_max) words for the scales (per element of the ring: 2 L bits
 of rank bitmaps + counts and 1 float64 sorted value per scale, L <= 15); LOOKUP O(1) for W <= 16, O(log W)
@@ -42,8 +42,10 @@ from ._window_base import _grow
 from ._window_kernels import quantile_rank
 from .bint_qnt import BIntQnt
 
-# block sizes S = 2^L of the available scales (a scale serves widths <= S/2 + 1)
-SCALES = (5, 7, 9, 11, 13, 15)
+# block sizes S = 2^L of the available scales (a scale serves widths <= S/2 + 1); every power of two:
+# W = 100 walks 8 levels instead of 9 with every other one (fig11 workload, CPU per lookup, load ~8:
+# 90 -> 76 ns); widths spread over all classes cost up to 11 scales of updates and space
+SCALES = tuple(range(5, 16))
 
 
 def scale_of(width: int) -> int:
