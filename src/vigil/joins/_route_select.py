@@ -49,7 +49,8 @@ DEC = 48  # 4 slots: tuples routed to each plan (the operator's ``decisions``)
 OBS = 52  # tuples seen by the averages (0: not started)
 XEV, XMIN, XCNT, XRR = 53, 54, 55, 56  # exploration: every XEV-th batch of >= XMIN tuples; counters
 SAVE, QUIET = 57, 58  # one-tuple path: average estimated saving of routing (us); below QUIET: quiet
-KC = 59  # then the key counts, the n' buckets, the n'' buckets
+SQS = 59  # sqrt|Q^S|
+KC = 60  # then the key counts, the n' buckets, the n'' buckets
 PLANS = 4
 SWITCH = 0.05  # relative margin for changing the incumbent
 XRATIO = 4.0  # exploration tries plans estimated at most this many times the incumbent's cost
@@ -67,6 +68,7 @@ def state(kh, nh, sh, Qn: float, QS: float, sum_sqrt_hot: float, params: np.ndar
     sv[KLO], sv[KW] = kh.lo, (0.0 if kh.empty else kh.w)
     sv[E0:SNR + 1] = nh.e0, nh.w, nh.n_left, nh.n_right, sh.e0, sh.w, sh.n_left, sh.n_right
     sv[Q], sv[LQ], sv[LQS], sv[SQ], sv[SSH] = Qn, np.log2(2.0 + Qn), np.log2(2.0 + QS), np.sqrt(Qn), sum_sqrt_hot
+    sv[SQS] = np.sqrt(QS)
     sv[MABS], sv[MREL], sv[SPLIT], sv[ALPHA] = margin_abs, margin_rel, split_us, alpha
     sv[P:NK] = params
     sv[NK], sv[NH], sv[NS] = nk, nn, ns
@@ -113,7 +115,7 @@ def _costs(b, a, ls, sv):
     cs = sv[P + 4] * ls + sv[P + 5] * sv[LQ] * an + sv[P + 6] * n1 * lmp
     cv = sv[P + 7] * ls + sv[P + 8] * q * lmp + sv[P + 9] * n1 * lmp + sv[P + 10] * q * an
     ch = (sv[P + 11] * ls + sv[P + 12] * sv[LQS] * an + sv[P + 13] * n2 * lmp + sv[P + 14] * sv[SSH] * an
-          + sv[P + 15] * max(n1 - n2, 0.0) * lmp + sv[P + 16] * mp)
+          + sv[P + 15] * max(n1 - n2, 0.0) * lmp + sv[P + 16] * mp * sv[SQS])
     return cj * sv[CAL], cs * sv[CAL + 1], cv * sv[CAL + 2], ch * sv[CAL + 3]
 
 

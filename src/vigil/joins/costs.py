@@ -10,7 +10,7 @@ select joins (§4.1, the paper's four formulas; R-tree lookups priced sqrt(n); [
   C_S = alpha_S log|S| + beta_S log|Q| + gamma_S n' log m'                         (SJ-SelectFirst)
   C_V = alpha_V log|S| + gamma_V |Q| log m' [+ eta_V n' log m' + beta_V |Q|]      (SJ-Vanilla)
   C_H = alpha_H log|S| + beta_H log|Q^S| + gamma_H n'' log m' + delta_H sum_i sqrt|Q_i^H|
-        [+ eta_H (n' - n'') log m' + zeta_H m']                                    (SJ-Hotspot)
+        [+ eta_H (n' - n'') log m' + zeta_H m' sqrt|Q^S|]                          (SJ-Hotspot)
   Every term but alpha's is multiplied by [m' > 0] (min(1, m') on estimates): each plan
   stops after the key lookup when the tuple has no partner.
 window joins (§4.2, Theorem 4; m_b partners inside w_max, m̄_b their skyline points):
@@ -56,7 +56,7 @@ MODELS: dict[str, dict[str, list[tuple[str, str]]]] = {
         "select_first": [("alpha_S", "log_s"), ("beta_S", "log_q_any"), ("gamma_S", "np_log_mp")],
         "vanilla": [("alpha_V", "log_s"), ("gamma_V", "q_log_mp"), ("eta_V", "np_log_mp"), ("beta_V", "q_any")],
         "hotspot": [("alpha_H", "log_s"), ("beta_H", "log_qs_any"), ("gamma_H", "npp_log_mp"),
-                    ("delta_H", "sum_sqrt_hot_any"), ("eta_H", "nhot_log_mp"), ("zeta_H", "mp")],
+                    ("delta_H", "sum_sqrt_hot_any"), ("eta_H", "nhot_log_mp"), ("zeta_H", "mp_sqrt_qs")],
     },
     "window": {
         "join_first": [("alpha_J", "log_s"), ("delta_J", "mb_sqrt_q")],
@@ -96,7 +96,8 @@ def features(kind: str, st: dict) -> dict[str, np.ndarray | float]:
         any_ = np.minimum(1.0, mp)  # every plan stops after the key lookup when no partner exists
         f.update(mp_sqrt_q=mp * np.sqrt(Q), q_log_mp=Q * lmp, log_q_any=f["log_q"] * any_, q_any=Q * any_,
                  log_qs_any=f["log_qs"] * any_, sum_sqrt_hot_any=np.asarray(st["sum_sqrt_hot"], np.float64) * any_,
-                 nhot_log_mp=np.maximum(np.asarray(st["np"]) - np.asarray(st["npp"]), 0.0) * lmp)
+                 nhot_log_mp=np.maximum(np.asarray(st["np"]) - np.asarray(st["npp"]), 0.0) * lmp,
+                 mp_sqrt_qs=mp * np.sqrt(np.asarray(st["QS"], np.float64)))
     else:
         f.update(mb=np.asarray(st["mb"], np.float64), mb_sqrt_q=np.asarray(st["mb"]) * np.sqrt(Q),
                  mbar_sqrt_q=np.asarray(st["mbar"]) * np.sqrt(Q),
