@@ -439,6 +439,12 @@ def _fast_threshold(q: dict) -> tuple[str, tuple, tuple] | None:
     if type(ident) is not str or not ident or type(where) is not dict or type(tau) is not int \
             or not 1 <= tau <= _BIG or (weight is not None and type(weight) is not str):
         return None
+    if len(where) == 1:  # the commonest shape, one range of two floats, at once
+        ((c, x),) = where.items()
+        if type(x) is list and len(x) == 2 and type(c) is str:
+            lo, hi = x
+            if type(lo) is float and type(hi) is float and -_INF < lo <= hi < _INF:
+                return ident, ("threshold", (c,), weight, ()), (lo, hi, tau)
     cols, los, his, keys = [], [], [], []
     for c, x in where.items():
         if type(c) is not str:
