@@ -85,6 +85,8 @@ TAU_CAP = 1 << 62
 #: a structure whose counters could exceed this with the next chunk is rebuilt first (counters
 #: <= total weight since build; keys sigma = c + lambda < COUNTER_LIMIT + TAU_CAP < 2**63)
 COUNTER_LIMIT = float(1 << 61)
+#: a rebuild reuses a buffer of the structure it replaces only if it needs >= 1/REUSE_SLACK of it
+REUSE_SLACK = 4
 
 _STAT_KEYS = ("rebuilds", "merges", "builds", "renormalised")
 
@@ -102,6 +104,27 @@ def _warmup() -> None:
     op.register(np.arange(4), np.zeros((4, 2)), np.ones((4, 2)), np.array([1, 2, 50, 50]))
     op.push(np.full((3, 2), 0.5), np.ones(3, dtype=np.int64))
     op.terminate([2])
+
+
+def _take(pool: list[np.ndarray] | None, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """An uninitialised array of ``shape``: carved from the smallest released buffer of ``pool``
+    that is large enough but at most ``REUSE_SLACK`` times too large (memory already faulted in:
+    no page zeroing by the kernel; the bound keeps space O(m_alive) through the halvings of §4),
+    else new."""
+    need = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if pool:
+        fits = [i for i, b in enumerate(pool) if need <= b.nbytes <= REUSE_SLACK * max(need, 1 << 16)]
+        if fits:
+            b = pool.pop(min(fits, key=lambda i: pool[i].nbytes))
+            return b[:need].view(dtype).reshape(shape)
+    return np.empty(shape, dtype=dtype)
+
+
+def _owner(a: np.ndarray) -> np.ndarray:
+    """The array owning ``a``'s memory (made by np.empty, contiguous)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
 
 
 class _Structure:
@@ -132,7 +155,8 @@ class _Structure:
         "wsum",
     )
 
-    def __init__(self, qids: np.ndarray, klo: np.ndarray, khi: np.ndarray, rem: np.ndarray) -> None:
+    def __init__(self, qids: np.ndarray, klo: np.ndarray, khi: np.ndarray, rem: np.ndarray,
+                 pool: list[np.ndarray] | None = None) -> None:
         k, d = klo.shape
         perm = np.lexsort((qids, klo[:, 0]))
         qids, klo, khi, rem = qids[perm], klo[perm], khi[perm], rem[perm]
@@ -153,7 +177,7 @@ class _Structure:
             order = np.argsort(np.concatenate([kl, kh]), kind="stable")
             last = dim == d - 1
             buf, boff, tL, tH, tbase, mm, nrows, gorder = K.level_sizes(kl, kh, order, moff, mgrp, G)
-            grown = np.empty((row0 + nrows, 4), dtype=np.int64)
+            grown = _take(pool, (row0 + nrows, 4), np.int64)
             grown[:row0] = NR  # earlier levels are geometrically smaller
             NR = grown
             block = NR[row0:]
@@ -178,9 +202,10 @@ class _Structure:
         E = int(poff[-1])
         if NR.shape[0] >= 2**31 or slots >= 2**31:
             raise MemoryError("DT structure too large for 32-bit entry indices")
-        self.tt = np.empty((slots, 2), dtype=np.int64)
-        self.qn = np.empty((E, 2), dtype=np.int32)
-        self.qr = np.zeros((k + 1, 4), dtype=np.int64)
+        self.tt = _take(pool, (slots, 2), np.int64)
+        self.qn = _take(pool, (E, 2), np.int32)
+        self.qr = _take(pool, (k + 1, 4), np.int64)
+        self.qr.fill(0)
         K.build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, self.tt, self.qn, self.qr)
         self.qalive = np.ones(k, dtype=np.uint8)
         self.out_q = np.empty(k, dtype=np.int64)
@@ -204,8 +229,15 @@ class _Structure:
         rem = np.maximum(self.remaining()[m], 1)  # >= 1 always, except under floor_only
         return self.qids[m], self.klo[m], self.khi[m], rem
 
+    def release(self, pool: list[np.ndarray]) -> None:
+        """Hand the big arrays to ``pool`` for the next build (the structure is dead after this)."""
+        for a in ("NR", "tt", "qn", "qr"):
+            pool.append(_owner(getattr(self, a)).reshape(-1).view(np.uint8))
+            setattr(self, a, None)
+
     def nbytes(self) -> int:
-        return sum(getattr(self, a).nbytes for a in self.__slots__ if a not in ("n_alive", "n_built", "wsum"))
+        """Bytes held (a reused buffer counts whole)."""
+        return sum(_owner(getattr(self, a)).nbytes for a in self.__slots__ if a not in ("n_alive", "n_built", "wsum"))
 
 
 class DT(ThresholdOperator):
@@ -335,16 +367,29 @@ class DT(ThresholdOperator):
                 break
             j += 1
         merged = False
+        pool: list[np.ndarray] = []
         for i in range(min(j + 1, len(self._trees))):
             t = self._trees[i]
             if t is not None and t.n_alive > 0:
                 parts.append(t.export_alive())
                 merged = True
+            if t is not None:
+                t.release(pool)
             self._trees[i] = None
-        self._install(j, self._build(parts))
+        self._install(j, self._build(parts, pool))
         self._counts["merges"] += int(merged)
 
-    def _build(self, parts) -> _Structure:
+    def _rebuild(self, i: int) -> None:
+        """Rebuild structure i on its alive queries and their exact remaining thresholds, in the
+        memory of the old one (§4 global rebuilding)."""
+        t = self._trees[i]
+        part = t.export_alive() if t.n_alive > 0 else None
+        pool: list[np.ndarray] = []
+        t.release(pool)
+        self._trees[i] = None
+        self._install(i, self._build([part], pool) if part is not None else None)
+
+    def _build(self, parts, pool: list[np.ndarray] | None = None) -> _Structure:
         if len(parts) == 1:
             qs, klo, khi, rem = parts[0]
         else:
@@ -353,14 +398,14 @@ class DT(ThresholdOperator):
             khi = np.concatenate([p[2] for p in parts])
             rem = np.concatenate([p[3] for p in parts])
         self._counts["builds"] += 1
-        return _Structure(qs, np.ascontiguousarray(klo), np.ascontiguousarray(khi), np.ascontiguousarray(rem))
+        return _Structure(qs, np.ascontiguousarray(klo), np.ascontiguousarray(khi), np.ascontiguousarray(rem), pool)
 
     def _maybe_rebuild(self, i: int) -> None:
         t = self._trees[i]
         if t is None or 2 * t.n_alive > t.n_built:
             return
         self._counts["rebuilds"] += 1
-        self._install(i, self._build([t.export_alive()]) if t.n_alive > 0 else None)
+        self._rebuild(i)
 
     def terminate(self, qids) -> None:
         qids = np.asarray(qids, dtype=np.int64).ravel()
@@ -403,7 +448,7 @@ class DT(ThresholdOperator):
                     # node counters only grow: rebuild on the exact remaining thresholds (they
                     # restart at 0) before any could leave int64 (weights up to 2**53)
                     self._counts["renormalised"] += 1
-                    self._install(i, self._build([t.export_alive()]) if t.n_alive > 0 else None)
+                    self._rebuild(i)
                     t = self._trees[i]
                     if t is None:
                         continue
