@@ -111,6 +111,7 @@ class Dynamic(JoinBase):
         self.last_choice = np.empty(0, np.int64)  # the last batch split between plans
         self._out = np.empty(0, np.int64)
         self._est = np.zeros(4)  # per plan: uncalibrated estimate (us) of the last batch's tuples
+        self._warm = False  # every plan's kernels loaded (first _prepare)
         self._calibrated: dict[str, set[int]] = {}  # per arriving side: plans measured so far
         self._scal: dict = {}
 
@@ -343,14 +344,25 @@ class Dynamic(JoinBase):
             outs.append(plan.probe(side, seqs, key, x, t, mode))
         return _merge(outs)
 
-    def _prepare(self, side) -> None:
+    def _prepare(self, side, seqs, key, x, t) -> None:
         """Build every plan's index for tuples arriving on ``side`` (the pre-compiled alternatives
         of §4), at the first probe from that side after the queries changed, so that routing a
-        later tuple to another plan never pays an index build inside the stream."""
+        later tuple to another plan never pays an index build inside the stream. Select joins,
+        first time only: every plan also probes the batch's first tuple (count mode, output
+        dropped) and the batch router runs once on a copy of its state, which loads their
+        compiled kernels (numba's cache: ~5-10 ms each) here rather than at the first tuple
+        routed to them."""
         for c in self.choices:
             plan = self._plan(c)
             if hasattr(plan, "built") and side not in plan.built:
                 plan.built[side] = plan.build(side)
+        if self.kind == "select" and not self._warm:
+            self._warm = True
+            one = slice(0, 1)
+            for c in self.choices:
+                self._run(c, side, seqs[one], key[one], x[one], t[one], 2)
+            sv = self._select_state(side).copy()
+            rs.route_batch(np.repeat(key[one], 2), np.repeat(x[one], 2), 1.0, sv, np.empty(2, np.int64), np.zeros(4))
         self._ready.add(side)
 
     def _probe(self, side, seqs, key, x, t, mode):
@@ -375,7 +387,7 @@ class Dynamic(JoinBase):
             self.route_seconds += time.perf_counter() - t0
             return self._run(self.choices[c], side, seqs, key, x, t, mode)
         if side not in self._ready:
-            self._prepare(side)
+            self._prepare(side, seqs, key, x, t)
         if self.force is not None:
             self._dec[self.choices.index(self.force)] += len(key)
             return self._run(self.force, side, seqs, key, x, t, mode)
