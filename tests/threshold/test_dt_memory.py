@@ -27,7 +27,7 @@ def _owner(a):
 @pytest.mark.parametrize("d", [1, 2])
 def test_rebuilds_reuse_memory_and_match_the_oracle(d):
     rng = np.random.default_rng(5 + d)
-    m = 3000
+    m = 1200
     lo, hi = _queries(rng, m, d)
     tau = rng.integers(1, 4000, m)
     op, ref = DT(d), ThresholdOracle(d)
@@ -35,9 +35,9 @@ def test_rebuilds_reuse_memory_and_match_the_oracle(d):
         o.register(np.arange(m), lo, hi, tau)
     alive = np.ones(m, bool)
     reused = 0
-    for _ in range(40):
-        pts = rng.integers(0, 1300, (200, d)).astype(float)
-        w = rng.integers(1, 60, 200)
+    for _ in range(25):
+        pts = rng.integers(0, 1300, (100, d)).astype(float)
+        w = rng.integers(1, 60, 100)
         got, exp = op.push(pts, w), ref.push(pts, w)
         assert np.array_equal(got[0], exp[0]) and np.array_equal(got[1], exp[1])
         alive[got[0]] = False
@@ -50,7 +50,7 @@ def test_rebuilds_reuse_memory_and_match_the_oracle(d):
         alive[ids] = False
         for j, t in enumerate(op._trees):
             if t is not None and j in held and np.shares_memory(_owner(t.tt), held[j]):
-                reused += t.n_built < 3000  # a rebuilt structure in its predecessor's memory
+                reused += t.n_built < m  # a rebuilt structure in its predecessor's memory
         assert op.alive() == ref.alive() == alive.sum()
         if not alive.any():
             break
