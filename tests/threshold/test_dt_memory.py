@@ -44,13 +44,14 @@ def test_rebuilds_reuse_memory_and_match_the_oracle(d):
         # terminate a third of the alive queries: halvings (global rebuilds) follow
         ids = np.nonzero(alive)[0]
         ids = ids[rng.random(ids.shape[0]) < 0.33]
-        held = {j: _owner(t.tt) for j, t in enumerate(op._trees) if t is not None}
+        held = {j: (t, _owner(t.tt)) for j, t in enumerate(op._trees) if t is not None}
         for o in (op, ref):
             o.terminate(ids)
         alive[ids] = False
         for j, t in enumerate(op._trees):
-            if t is not None and j in held and np.shares_memory(_owner(t.tt), held[j]):
-                reused += t.n_built < m  # a rebuilt structure in its predecessor's memory
+            if t is not None and j in held and t is not held[j][0]:
+                # a new (rebuilt) structure in its predecessor's memory
+                reused += np.shares_memory(_owner(t.tt), held[j][1])
         assert op.alive() == ref.alive() == alive.sum()
         if not alive.any():
             break
