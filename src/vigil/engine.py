@@ -568,15 +568,15 @@ class Engine:
                 "columns": None if self.columns is None else sorted(self.columns),
                 "position": self.position,
                 # per-query bookkeeping as single JSON strings: one field, not a million
-                "ids": json.dumps(self.ids),
+                "ids": jsonline.dumps_any(self.ids),
                 "specs": "[" + ",".join(self.specs) + "]",
-                "where": json.dumps(list(self.where.items())),
+                "where": jsonline.dumps_any(list(self.where.items())),
                 "groups": [{"key": k, "qids": np.array(sorted(g.qids), np.int64), "state": g.state()}
                            for k, g in self.groups.items()],
                 # pending operations as two arrays and one JSON string (not one field per op)
                 "pending_at": np.array([a for a, _, _ in self.pending], np.int64),
                 "pending_arrival": np.array([b for _, b, _ in self.pending], np.int64),
-                "pending_ops": json.dumps([op for _, _, op in self.pending]),
+                "pending_ops": jsonline.dumps_any([op for _, _, op in self.pending]),
                 "arrival": self.arrival,
                 "counts": self.counts,
                 "out_counts": self.out_counts,
@@ -613,3 +613,4 @@ class Engine:
         if len(s["history"]):
             eng.history = [bytes_table(s["history"].tobytes())]
         return eng
+
