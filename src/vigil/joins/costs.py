@@ -29,9 +29,11 @@ outside every query's rectangle at its root in O(1); on Table I's workload the r
 of S.C, so most partners cost O(1), not sqrt|Q|); eta n' log m', the work per query found (its
 partners counted by a binary search in the partner block), which the paper leaves in the output
 cost it excludes but which count mode still pays per affected query; beta_V |Q|, SJ-Vanilla's
-loop over every query's arriving-side range; zeta_H m', SJ-Hotspot's time grows linearly with
-the partners (measured: 4 to 167 us for m' from 1-50 to 1,500-2,500 at 50k queries, which
-the paper's terms, flat in m', miss). Measured on the fit's rows
+loop over every query's arriving-side range; zeta_H m' sqrt|Q^S|, SJ-Hotspot's time grows
+linearly with the partners (measured: 4 to 167 us for m' from 1-50 to 1,500-2,500 at 50k
+queries, which the paper's terms, flat in m', miss), and less so with few scattered queries (with
+a flat zeta_H m' the router ranked SJ-JoinFirst first at 1,000 queries where it is the slowest
+plan; m' sqrt|Q^S| fits the 1k-50k query rows better, R^2 0.51 -> 0.57). Measured on the fit's rows
 (docs/experiments/joins.md): these terms cut the time of the chosen plans from 0.90x to 0.86x of
 the best static plan (in sample; R^2 of SJ-Vanilla 0.49 -> 0.92, SJ-Hotspot 0.53 -> 0.60).
 
