@@ -149,12 +149,19 @@ def test_time_windows_and_empty_windows():
 
 @pytest.mark.parametrize("P", [2, 4, 6, 8, 10, 12, 14, 16])
 def test_sorting_networks_sort_every_01_input(P):
-    """0-1 principle: a comparator network sorts every input iff it sorts every 0-1 input."""
+    """0-1 principle: a comparator network sorts every input iff it sorts every 0-1 input; and
+    NULLs / padding sort last as +inf and are not counted."""
     from vigil.windows import _sort_networks
 
-    net = getattr(_sort_networks, f"net{P}")
+    net = getattr(_sort_networks, f"sort{P}")
     bits = (np.arange(1 << P)[:, None] >> np.arange(P)[None, :]) & 1
+    ring = np.zeros(32)
+    buf = np.empty(16)
     for row in bits.astype(np.float64):
-        buf = row.copy()
-        net(buf)
-        assert np.all(np.diff(buf) >= 0)
+        ring[5:5 + P] = row
+        assert net(ring, 31, 5, P, buf) == P
+        assert np.all(np.diff(buf[:P]) >= 0)
+    ring[5:5 + P] = np.arange(P, 0, -1)
+    ring[5] = np.nan
+    assert net(ring, 31, 5, P - 1, buf) == P - 2  # one NULL, one slot of padding
+    assert buf[:P - 2].tolist() == list(range(2, P)) and np.all(np.isinf(buf[P - 2:P]))

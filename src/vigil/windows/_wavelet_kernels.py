@@ -26,7 +26,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from ._bint_qnt_kernels import _nonnull, select_kth
-from ._sort_networks import net2, net4, net6, net8, net10, net12, net14, net16
+from ._sort_networks import sort2, sort4, sort6, sort8, sort10, sort12, sort14, sort16
 from ._window_kernels import quantile_rank, window_bounds
 
 SMALL_MAX = 16  # the branch-free selection pads to 8 or 16 values
@@ -58,20 +58,6 @@ def _rank0(z, base, x):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _gather(vals, mask, a, n, buf, P):
-    """buf[:P] = the values at ring positions a..a+n-1 (n <= P; NULLs and padding as +inf).
-    Returns the number of non-null values."""
-    for i in range(P):
-        buf[i] = np.inf
-    c = 0
-    for i in range(n):
-        y = vals[(a + i) & mask]
-        c += y == y
-        buf[i] = y if y == y else np.inf
-    return c
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _rank(rw, phi, num, den, cnt):
     """quantile_rank(phi, cnt), from the query's precomputed (width << 32 | rank) when cnt is its
     full width (no 64-bit division on the common path)."""
@@ -83,40 +69,22 @@ def _rank(rw, phi, num, den, cnt):
 @numba.njit(cache=True, nogil=True, inline="always")
 def small_select(vals, mask, a, b, phi, num, den, rw, buf):
     """The phi-quantile of the non-null values at ring positions a..b (b - a < 16; NaN if none):
-    gathered, padded to an even count P (2 .. 16) with +inf and sorted by a fixed network
-    (:mod:`vigil.windows._sort_networks`: straight-line min/max, no data-dependent branch), then
-    slot rank-1 read. Measured faster here than quickselect and than rank counting (selection of
+    loaded into scalars, padded to an even count P (2 .. 16) with +inf and sorted by a fixed
+    network (:mod:`vigil.windows._sort_networks`: straight-line min/max, no data-dependent
+    branch), then slot rank-1 read. Measured faster here than quickselect and than rank counting (selection of
     10 values: ~20 ns by odd-even transposition, 100-190 ns by the others)."""
     n = b - a + 1
     if n == 1:
         return vals[a & mask]
     if n <= 8:
         if n <= 4:
-            if n == 2:
-                c = _gather(vals, mask, a, n, buf, 2)
-                net2(buf)
-            else:
-                c = _gather(vals, mask, a, n, buf, 4)
-                net4(buf)
-        elif n <= 6:
-            c = _gather(vals, mask, a, n, buf, 6)
-            net6(buf)
+            c = sort2(vals, mask, a, n, buf) if n == 2 else sort4(vals, mask, a, n, buf)
         else:
-            c = _gather(vals, mask, a, n, buf, 8)
-            net8(buf)
+            c = sort6(vals, mask, a, n, buf) if n <= 6 else sort8(vals, mask, a, n, buf)
     elif n <= 12:
-        if n <= 10:
-            c = _gather(vals, mask, a, n, buf, 10)
-            net10(buf)
-        else:
-            c = _gather(vals, mask, a, n, buf, 12)
-            net12(buf)
-    elif n <= 14:
-        c = _gather(vals, mask, a, n, buf, 14)
-        net14(buf)
+        c = sort10(vals, mask, a, n, buf) if n <= 10 else sort12(vals, mask, a, n, buf)
     else:
-        c = _gather(vals, mask, a, n, buf, 16)
-        net16(buf)
+        c = sort14(vals, mask, a, n, buf) if n <= 14 else sort16(vals, mask, a, n, buf)
     if c == 0:
         return np.nan
     return buf[_rank(rw, phi, num, den, c) - 1]
