@@ -80,3 +80,17 @@ def test_space_held_stays_proportional_through_halvings():
         # per-array slack), so space stays O(m_alive) as in §4
         assert op.nbytes() <= dtmod.REUSE_SLACK * fresh.nbytes() + 8 * (1 << 16)
     assert op.nbytes() < full / 8
+
+
+def test_builds_leave_numpys_huge_page_hint_as_they_found_it():
+    prev = dtmod._madvise_hugepage(True)
+    try:
+        for hint in (True, False):
+            dtmod._madvise_hugepage(hint)
+            op = DT(2)
+            op.register(np.arange(50), np.zeros((50, 2)), np.ones((50, 2)), np.full(50, 3))
+            op.terminate(np.arange(40))  # a rebuild
+            assert op.stats["rebuilds"] == 1
+            assert dtmod._madvise_hugepage(hint) is hint
+    finally:
+        dtmod._madvise_hugepage(prev)

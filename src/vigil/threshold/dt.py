@@ -87,6 +87,12 @@ TAU_CAP = 1 << 62
 COUNTER_LIMIT = float(1 << 61)
 #: a rebuild reuses a buffer of the structure it replaces only if it needs >= 1/REUSE_SLACK of it
 REUSE_SLACK = 4
+#: ask for transparent huge pages for the structures' arrays (numpy's default for large arrays).
+#: Off: with the kernel's usual THP defrag policy ("madvise": compaction at fault time) faulting
+#: them in cost far more than the TLB misses they save (measured on the fig3 1D trace at m = 1M:
+#: register 1.46-1.71 s -> 0.67-0.86 s, push unchanged within noise; 2D build at m = 200k
+#: 5.4 -> 3.5 s CPU; docs/experiments/threshold_dt_speed.md)
+HUGEPAGES = False
 
 _STAT_KEYS = ("rebuilds", "merges", "builds", "renormalised")
 
@@ -104,6 +110,15 @@ def _warmup() -> None:
     op.register(np.arange(4), np.zeros((4, 2)), np.ones((4, 2)), np.array([1, 2, 50, 50]))
     op.push(np.full((3, 2), 0.5), np.ones(3, dtype=np.int64))
     op.terminate([2])
+
+
+def _madvise_hugepage(on: bool) -> bool:
+    """numpy's process-wide huge-page hint for new large arrays; returns the previous setting."""
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:  # pragma: no cover - other numpy layouts: leave numpy's default
+        return on
+    return bool(_set_madvise_hugepage(on))
 
 
 def _take(pool: list[np.ndarray] | None, shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -168,9 +183,8 @@ class _Structure:
         G, row0, ntrees = 1, 0, 0
         tb, tl, th, td = [], [], [], []
         NR = np.empty((0, 4), dtype=np.int64)
-        # Big arrays are allocated here, in numpy, and filled by the kernels: numpy asks the
-        # kernel for transparent huge pages on large allocations (numba's allocator does not),
-        # which removes most TLB misses of the random accesses.
+        # Big arrays are allocated here, in numpy (from the pool of a replaced structure when
+        # possible; huge pages per HUGEPAGES, see DT._build), and filled by the kernels.
         for dim in range(d):
             kl = np.ascontiguousarray(klo[:, dim])
             kh = np.ascontiguousarray(khi[:, dim])
@@ -398,7 +412,11 @@ class DT(ThresholdOperator):
             khi = np.concatenate([p[2] for p in parts])
             rem = np.concatenate([p[3] for p in parts])
         self._counts["builds"] += 1
-        return _Structure(qs, np.ascontiguousarray(klo), np.ascontiguousarray(khi), np.ascontiguousarray(rem), pool)
+        prev = _madvise_hugepage(HUGEPAGES)
+        try:
+            return _Structure(qs, np.ascontiguousarray(klo), np.ascontiguousarray(khi), np.ascontiguousarray(rem), pool)
+        finally:
+            _madvise_hugepage(prev)
 
     def _maybe_rebuild(self, i: int) -> None:
         t = self._trees[i]
