@@ -304,18 +304,27 @@ class SelectJoinSpec(_JoinSpec):
 
 
 class WindowJoinSpec(SelectJoinSpec):
-    """A select join whose pairs also satisfy |r.T - s.T| < window."""
+    """A select join whose pairs also satisfy |r.T - s.T| < window. ``max_window`` (optional, >=
+    window) declares the largest window any query sharing this join's group will have: the group
+    then keeps only the tuples a window of that size can still pair (docs/contract.md)."""
 
     type: Literal["window_join"]  # type: ignore[assignment]
     window: Number = Field(gt=0)
     time_column: StrictStr = "ts"
+    max_window: Number | None = None
 
-    @field_validator("window")
+    @field_validator("window", "max_window")
     @classmethod
     def _w(cls, v):
-        if not _finite(v):
+        if v is not None and (not _finite(v) or v <= 0):
             raise ValueError("must be a finite number > 0")
         return v
+
+    @model_validator(mode="after")
+    def _wmax(self):
+        if self.max_window is not None and self.max_window < self.window:
+            raise ValueError(f"max_window {self.max_window} is below window {self.window}")
+        return self
 
     def relation_columns(self) -> dict[str | None, set[str]]:
         cols = super().relation_columns()

@@ -13,10 +13,12 @@ range columns and time column):
         attrs: float64[n, a] the side's range-selection columns, in sorted column-name order
                (a = 0 for band joins)
         times: float64[n] for window joins, else None
+    op.retain(max_window)              # window joins only, optional: every query's window <= it
     op.state() / Impl.from_state(state)
 
 Every inserted tuple is stored (even with no query alive: a query registered later joins with
-it). insert returns the *new* result pairs each arriving tuple creates with stored tuples of the
+it), except that after ``retain(W)`` a window join may drop the tuples whose time is at least W
+below the newest time (times are then non-decreasing): no window <= W can pair them again. insert returns the *new* result pairs each arriving tuple creates with stored tuples of the
 other side, for queries alive at that moment: pairs mode -> (qid, r_seq, s_seq) triples sorted by
 (arriving seq, qid, r, s); affected mode -> (qid, arriving seq, -1), one per (qid, arriving tuple)
 with at least one new pair. Semantics: band: s.key - r.key in [lo, hi]; select: r.key == s.key and
@@ -48,6 +50,11 @@ class JoinOperator(ABC):
     def insert(
         self, side: str, seqs: np.ndarray, key: np.ndarray, attrs: np.ndarray, times: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def retain(self, max_window: float) -> None:
+        """Declare that every window of this (window-join) operator is <= ``max_window``; an
+        implementation may then drop stored tuples no such window can pair (the oracle keeps all)."""
+        self.max_window = float(max_window)
 
     @abstractmethod
     def state(self) -> dict[str, Any]: ...

@@ -148,6 +148,24 @@ class _Side:
     def parts(self) -> list[_Index]:
         return [p for p in (self.main, self.buf) if p.n]
 
+    def trim(self, cutoff: float) -> bool:
+        """Drop the stored tuples with time <= ``cutoff`` once they are at least as many as the
+        kept ones (and BUF_MIN): the kept suffix is re-indexed in O(N log N), so the amortized cost
+        is O(log N) per tuple and the memory at most ~2x what the horizon can still use. Times
+        are non-decreasing in arrival order (checked by the operator). True if it compacted."""
+        t = self.t.view
+        gone = int(np.searchsorted(t, cutoff, side="right"))
+        if gone < max(self.BUF_MIN, len(t) - gone):
+            return False
+        keep = [g.view[gone:].copy() for g in (self.seqs, self.keys, self.x, self.t)]
+        self.seqs, self.keys, self.x, self.t = (GrowableArray.of(a, a.dtype) for a in keep)
+        self.main = _Index(self.kind)
+        self.buf = _Index(self.kind)
+        self._buf_from = 0
+        if len(keep[0]):
+            self.main.add(*keep)
+        return True
+
     def nbytes(self) -> int:
         return (sum(a.nbytes for p in (self.main, self.buf) for a in p.arrays())
                 + sum(g.view.nbytes for g in (self.seqs, self.keys, self.x, self.t)))
@@ -175,6 +193,20 @@ class JoinBase(JoinOperator):
         self._last_seq: int | None = None
         self.counted = 0
         self._dirty = True
+        self.horizon = INF  # window joins: the declared max_window (retain); stored tuples older are dropped
+        self._t_last = -INF
+
+    def retain(self, max_window: float) -> None:
+        """Window joins: every query of this operator has window <= ``max_window`` (a query with a
+        larger one is rejected), so a stored tuple whose time is at least ``max_window`` below the
+        newest time can never pair again and is dropped (``_Side.trim``): memory O(tuples within
+        max_window), not O(stream). Times must then be non-decreasing (the engine guarantees it
+        per group: a row whose time goes backwards is rejected)."""
+        if self.kind != "window":
+            raise ValueError("retain() applies to window joins only")
+        if not (max_window > 0):
+            raise ValueError(f"max_window must be > 0, got {max_window}")
+        self.horizon = float(max_window)
 
     # ------------------------------------------------------------------ queries
 
@@ -205,6 +237,8 @@ class JoinBase(JoinOperator):
             a = next(iter(lb.values()), (-INF, INF))
             c = next(iter(rb.values()), (-INF, INF))
             w = float(spec.window) if self.kind == "window" else INF
+            if w > self.horizon:
+                raise Unsupported(f"window {w:g} exceeds this join group's max_window {self.horizon:g}")
             row = (float(a[0]), float(a[1]), float(c[0]), float(c[1]), w)
         self.specs[qid] = spec
         self.q[qid] = row
@@ -221,6 +255,10 @@ class JoinBase(JoinOperator):
 
     def _on_register(self, qid: int, row: tuple) -> None:  # dynamic index maintenance hooks
         pass
+
+    def _compacted(self, side: str) -> None:
+        """Hook: ``side``'s stored tuples were trimmed and re-indexed (statistics kept over them
+        by position must be rebuilt)."""
 
     def _on_terminate(self, qid: int, row: tuple) -> None:
         pass
@@ -254,6 +292,8 @@ class JoinBase(JoinOperator):
             if times is None:
                 raise ValueError("window joins need times")
             t = np.ascontiguousarray(times, np.float64)
+            if self.horizon < INF and (np.isnan(t).any() or t[0] < self._t_last or np.any(np.diff(t) < 0)):
+                raise ValueError("a window join with max_window needs non-NaN, non-decreasing times")
         else:
             t = np.full(n, np.nan)
         if np.any(np.diff(seqs) <= 0) or (self._last_seq is not None and seqs[0] <= self._last_seq):
@@ -268,6 +308,11 @@ class JoinBase(JoinOperator):
             q, i, o, cnt = empty, empty, empty, 0
         me.add(seqs, key, x, t)
         self._last_seq = int(seqs[-1])
+        if self.horizon < INF:
+            self._t_last = float(t[-1])
+            for s in SIDES:
+                if self.sides[s].trim(self._t_last - self.horizon):
+                    self._compacted(s)
         return self._assemble(side, seqs, q, i, o, cnt)
 
     def _assemble(self, side, seqs, q, i, o, cnt):
@@ -291,7 +336,7 @@ class JoinBase(JoinOperator):
         ids = sorted(self.specs)
         st: dict[str, Any] = {"kind": self.kind, "output": self.output, "last_seq": self._last_seq,
                               "qids": np.array(ids, np.int64), "specs": [self.specs[i].dump() for i in ids],
-                              "counted": self.counted}
+                              "counted": self.counted, "horizon": self.horizon, "t_last": self._t_last}
         for side in SIDES:
             sd = self.sides[side]
             st[side] = {"cols": self.cols[side], "width": sd.width, "seqs": sd.seqs.view.copy(),
@@ -301,6 +346,9 @@ class JoinBase(JoinOperator):
     @classmethod
     def from_state(cls, s: dict[str, Any]) -> JoinBase:
         op = cls(s["kind"], s["output"])
+        if s.get("horizon", INF) < INF:
+            op.retain(float(s["horizon"]))
+            op._t_last = float(s["t_last"])
         for qid, spec in zip(np.asarray(s["qids"]).tolist(), s["specs"], strict=True):
             op.register(int(qid), parse_query(spec))
         for side in SIDES:

@@ -280,6 +280,16 @@ class Dynamic(JoinBase):
         c = self.estimated_costs(side, key, x, t)
         return np.argmin(c, axis=1).astype(np.int64)
 
+    def _compacted(self, side: str) -> None:
+        """``side``'s stored tuples were trimmed (a window join with max_window): its key
+        histogram restarts from the kept keys and the router state reading it is rebuilt."""
+        self.keyhist[side] = KeyHistogram()
+        arr = _other(side)
+        sv = self._sv.pop(arr, None)
+        if sv is not None:
+            self._sv_old[arr] = sv
+        self._fast.pop(arr, None)
+
     def _select_state(self, side: str) -> np.ndarray:
         """The select router's state vector for tuples arriving on ``side`` (rebuilt after the
         queries, the parameters or the key histogram's span changed)."""

@@ -26,11 +26,15 @@ class JoinGroup(Group):
             p["right_cols"] = sorted(spec.right_range)
         if kind == "window":
             p["time_column"] = spec.time_column
+            if spec.max_window is not None:  # a declared bound: the group trims (its own group)
+                p["max_window"] = float(spec.max_window)
         return p
 
     def __init__(self, engine, params):
         super().__init__(engine, params)
         self.op = engine.impl("joins")(params["kind"], engine.join_output)
+        if params.get("max_window") is not None:
+            self.op.retain(params["max_window"])
         self.codes = Codes()
         self.key_kind = "num" if params["kind"] == "band" else "key"
 
