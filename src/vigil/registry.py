@@ -74,7 +74,7 @@ DEFAULTS: dict[str, str] = {
     "threshold": "auto",
     "windows": "auto",
     "substream": "ci",
-    "joins": "hotspot",
+    "joins": "dynamic",
     "quantiles": "casu",
 }
 
