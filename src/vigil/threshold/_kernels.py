@@ -1,7 +1,7 @@
 """Numba kernels of the DT operator (``vigil.threshold.dt``): flat-array endpoint trees, per-node
 priority queues and the distributed-tracking simulation. Everything here works on numpy arrays
-only; the Python class in ``dt.py`` owns the arrays (allocated in numpy, so that large ones get
-transparent huge pages) and calls these kernels once per batch.
+only; the Python class in ``dt.py`` owns the arrays (allocated in numpy, reusing the memory of a
+structure being replaced) and calls these kernels once per batch.
 
 Key space
 ---------

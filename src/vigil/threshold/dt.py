@@ -43,7 +43,10 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   with, it is rebuilt on the alive ones with thresholds reduced by their exact weights
   (``stats["rebuilds"]``), so space stays O(m_alive log^d m_alive). Done per structure of the
   logarithmic method (each structure is the §4 structure on its own queries), and checked
-  after TERMINATE and after every block of ``CHUNK`` elements of a push.
+  after TERMINATE and after every block of ``CHUNK`` elements of a push. The new structure is
+  built in the memory of the old one (its arrays are released to a pool first; a buffer is
+  reused only if at most ``REUSE_SLACK`` times too large, so the held space stays
+  O(m_alive log^d m_alive)).
 * Weights and thresholds up to 2**53 (the contract's range, ``_limits``) are exact however many
   elements arrive: a push is cut into chunks of total weight <= 2**60, and a structure whose
   counters (bounded by the weight pushed through it since its build) could pass 2**61 with the
