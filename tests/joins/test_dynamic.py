@@ -159,6 +159,12 @@ def test_larger_stream_with_hotspot_moves(monkeypatch, kind):
         got, exp = (o.insert(side, np.arange(seq, seq + n), key, attrs, times) for o in (op, ora))
         seq += n
         assert all(np.array_equal(a, b) for a, b in zip(got, exp, strict=True)), (kind, step)
+        if kind == "window" and not op._dirty:  # m_b is exact: equal to the brute-force count
+            nxt = np.arange(seq, seq + 4)
+            k2, t2 = rng.integers(0, 50, 4), np.full(4, t + 1.0)
+            for s in ("left", "right"):
+                x2 = np.zeros(4)
+                assert np.array_equal(op.stats(s, k2, x2, t2)["mb"], op._exact(s, k2, x2, t2)["mb"]), (step, nxt)
         if kind != "band":
             for s in ("left", "right"):
                 if op.shist[s].stale or op._dirty:

@@ -16,10 +16,11 @@ statistics of :mod:`vigil.joins.histograms`:
   with n' when the new or terminated query is scattered; rebuilt from the tracker's scattered
   set when a promotion / demotion moved intervals (amortized O(1) moves per update, Theorem 1);
 * |S|, |Q|, tau, hotspot sizes and |Q^S|: exact, from the sides and the trackers;
-* window joins (§4.2): m_b = m' x min(1, w_max / (t - first stored T)) (the paper's scaling of
-  m_b to w_max), m̄_b = min(m_b, 2 tau (1 + ln(1 + m_b / 2 tau))) (expected skyline size of
-  m_b random points split over the 2 tau sides of the stabbing points; our WJ-SSI keeps no
-  skyline cache to read it from).
+* window joins (§4.2): m_b exact, the stored partners of key b within w_max of the tuple's time,
+  read from the top level the window plans share (the other side's (key, time) order: two
+  binary searches per part, O(log N) per tuple); m̄_b = min(m_b, 2 tau (1 + ln(1 + m_b / 2
+  tau))) (expected skyline size of m_b random points split over the 2 tau sides of the stabbing
+  points; our WJ-SSI keeps no skyline cache to read it from).
 
 Routing a batch: the statistics and costs are evaluated for all its tuples at once (numpy /
 numba, no Python call per tuple); the batch is split by chosen plan and each plan probes its
@@ -39,6 +40,7 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
+import numba
 import numpy as np
 
 from . import _route_select as rs
@@ -67,6 +69,38 @@ def _merge(outs):
         return outs[0]
     return (np.concatenate([o[0] for o in outs]), np.concatenate([o[1] for o in outs]),
             np.concatenate([o[2] for o in outs]), sum(o[3] for o in outs))
+
+
+@numba.njit(cache=True, nogil=True)
+def _window_partners(k2, t2, key, t, wmax, out):
+    """out[i] += the stored tuples with key == key[i] and t[i] - time < wmax, over one part of a
+    side sorted by (key, time) (times are non-decreasing within a key): O(log N) per tuple."""
+    n = len(k2)
+    for i in range(len(key)):
+        lo, hi = 0, n
+        while lo < hi:  # first index with k2 >= key
+            mid = (lo + hi) >> 1
+            if k2[mid] < key[i]:
+                lo = mid + 1
+            else:
+                hi = mid
+        a = lo
+        hi = n
+        while lo < hi:  # first index with k2 > key
+            mid = (lo + hi) >> 1
+            if k2[mid] <= key[i]:
+                lo = mid + 1
+            else:
+                hi = mid
+        b = lo
+        lo, hi = a, b
+        while lo < hi:  # first index of the block with t - time < wmax
+            mid = (lo + hi) >> 1
+            if t[i] - t2[mid] >= wmax:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] += b - lo
 
 
 class Dynamic(JoinBase):
@@ -221,10 +255,13 @@ class Dynamic(JoinBase):
             kh.sync(o.keys.view)
             st.update(mp=kh.estimate(key), np=self.nhist[side].estimate(x), npp=self.shist[side].estimate(x))
         if self.kind == "window":
-            if "mb" not in st:
-                t0 = o.t.view[0] if len(o.t.view) else 0.0
-                span = np.maximum(np.asarray(t, np.float64) - t0, 1e-300)
-                st["mb"] = st["mp"] * np.minimum(1.0, self._scal["wmax"] / span)
+            if "mb" not in st:  # exact, from the (key, time) order of the stored side
+                k = np.ascontiguousarray(key, np.int64)
+                tt = np.ascontiguousarray(t, np.float64)
+                mb = np.zeros(len(k))
+                for part in o.parts():
+                    _window_partners(part.k2, part.t2, k, tt, float(self._scal["wmax"]), mb)
+                st["mb"] = mb
             for name, tau in (("mbar", sc["tau"]), ("mbar_h", sc["hot"])):
                 tt = 2.0 * max(tau, 1)
                 st[name] = np.minimum(st["mb"], tt * (1.0 + np.log1p(st["mb"] / tt)))
