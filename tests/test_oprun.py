@@ -250,3 +250,16 @@ def test_many_registrations_in_runs_mature_as_one_by_one(algo):
     # q0..q9 again; interval_tree (1D) refuses the 2D queries, q0, q3, q6 and q9 among them
     assert sum("duplicate id" in (r.get("reason") or "") for r in got[0]) == (6 if algo == "interval_tree" else 10)
     assert sum("unsupported by" in (r.get("reason") or "") for r in got[0]) == (97 if algo == "interval_tree" else 0)
+
+
+def test_shapes_are_relearned_when_the_engine_columns_change():
+    eng = Engine(columns={"x"})
+    q = {"id": "a", "type": "threshold", "where": {"x": [0, 1]}, "weight": "w", "threshold": 1}
+    eng.add_operations([{"op": "register", "query": q}])  # no column w: rejected, shape not learned
+    eng.columns = {"x", "w"}
+    eng.add_operations([{"op": "register", "query": {**q, "id": "b"}}, {"op": "register", "query": {**q, "id": "c"}}])
+    eng.columns = {"x"}  # the learned shape must not let a query through without its column
+    eng.add_operations([{"op": "register", "query": {**q, "id": "d"}}])
+    out = output_rows(eng.take_outputs())
+    assert [r["id"] for r in out] == ["a", "d"] and all("does not have" in r["reason"] for r in out)
+    assert eng.ids == ["b", "c"]

@@ -125,7 +125,12 @@ def check_op(raw: Any) -> tuple[dict, str | None]:
 def register_run(eng: Any, ops: list[dict], n: int) -> None:
     """Apply the registrations ``ops`` (parsed, in order) at position ``n``, exactly as
     ``for op in ops: eng._apply(op, n)`` does."""
-    shapes: dict[tuple, tuple] = eng._shapes  # spec shape -> (group key, params, adapter class)
+    # spec shape -> (group key, params, adapter class), learned under the engine's columns and algos
+    ctx = (None if eng.columns is None else frozenset(eng.columns), tuple(sorted(eng.algos.items())))
+    if eng.__dict__.get("_shapes_ctx") != ctx:
+        eng._shapes.clear()
+        eng._shapes_ctx = ctx
+    shapes: dict[tuple, tuple] = eng._shapes
     by_id, groups = eng.by_id, eng.groups
     ids: list[str] = []
     texts: list[str] = []
