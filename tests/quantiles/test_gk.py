@@ -82,3 +82,36 @@ def test_checker_catches_violations():
     x = np.arange(1.0, 11.0)
     assert theorem1_violations(np.array([1.0, 10.0]), np.array([1, 10]), np.array([1, 10]), x, 0.1) != []  # gap 9 > 2
     assert theorem1_violations(np.array([1.0, 5.0, 10.0]), np.array([1, 7, 10]), np.array([1, 7, 10]), x, 0.5) != []
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_merge_inplace_equals_merge_sorted(order):
+    """The trigger kernel's in-place backward merge gives the forward merge's summary exactly
+    (chunks of 1..300 elements, with compress between, pins carried)."""
+    from vigil.quantiles import _gk_kernels as K
+
+    rng = np.random.default_rng(7)
+    x = make(order, 6000, rng)
+    cap = 8000
+    v, lo, hi, pin = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64), np.zeros(cap, np.int32)
+    ov, olo, ohi, opin = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64), np.zeros(cap, np.int32)
+    w, wlo, whi, wpin = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64), np.zeros(cap, np.int32)
+    m = mi = n = p = 0
+    while p < len(x):
+        c = int(rng.choice([1, 2, 5, 31, 300]))
+        xs = np.sort(x[p:p + c])
+        m = K.merge_sorted(v, lo, hi, pin, m, n, xs, ov, olo, ohi, opin)
+        v, ov, lo, olo, hi, ohi, pin, opin = ov, v, olo, lo, ohi, hi, opin, pin
+        mi = K.merge_inplace(w, wlo, whi, wpin, mi, n, xs)
+        n += len(xs)
+        p += len(xs)
+        assert m == mi
+        for a, b in ((v, w), (lo, wlo), (hi, whi), (pin, wpin)):
+            assert np.array_equal(a[:m], b[:m])
+        if rng.random() < 0.3:
+            k = int(rng.integers(0, m))
+            pin[k] += 1
+            wpin[k] += 1
+        if rng.random() < 0.2:
+            m = K.compress(v, lo, hi, pin, m, n, 0.01)
+            mi = K.compress(w, wlo, whi, wpin, mi, n, 0.01)

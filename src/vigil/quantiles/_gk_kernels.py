@@ -80,6 +80,36 @@ def merge_sorted(v, lo, hi, pin, m, n, xs, ov, olo, ohi, opin):
 
 
 @numba.njit(cache=True, nogil=True)
+def merge_inplace(v, lo, hi, pin, m, n, xs):
+    """:func:`merge_sorted` in place (same result), merging backward from the tail: the tuples
+    before the first new element's position are not touched, so a chunk costs O(m - pos + c)
+    (a small chunk cut at a fire rewrites the summary's tail only). Needs len(v) >= m + len(xs).
+    A new element j (0-based in the chunk) inserted after old tuple i gets r- = r-(i) + j + 1 and
+    r+ = r+(i + 1) + j (n + j + 1 at the tail), as in the forward merge."""
+    c = xs.shape[0]
+    i = m - 1
+    j = c - 1
+    k = m + c - 1
+    shi = np.int64(-1)  # r+ of the old successor (before the shift); -1: none (the tail)
+    while j >= 0:
+        if i >= 0 and xs[j] <= v[i]:
+            shi = hi[i]
+            v[k] = v[i]
+            lo[k] = lo[i] + j + 1
+            hi[k] = shi + j + 1
+            pin[k] = pin[i]
+            i -= 1
+        else:
+            v[k] = xs[j]
+            lo[k] = (lo[i] if i >= 0 else 0) + j + 1
+            hi[k] = shi + j if shi >= 0 else n + j + 1
+            pin[k] = 0
+            j -= 1
+        k -= 1
+    return m + c
+
+
+@numba.njit(cache=True, nogil=True)
 def compress(v, lo, hi, pin, m, n, eps):
     """Greedy GK merge from the tail (see module doc), in place; returns the new size. Pinned
     tuples (pin > 0) are kept."""

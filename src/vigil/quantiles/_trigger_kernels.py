@@ -60,11 +60,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._gk_kernels import INF_DEADLINE, best_tuple, compress, deadline, first_hit, lval, merge_sorted
+from ._gk_kernels import INF_DEADLINE, best_tuple, compress, deadline, first_hit, lval, merge_inplace
 
 # meta slots
 M_M, M_N, M_NEXT, M_PERIOD, M_HSIZE, M_NOUT, M_EVALS, M_FIRES, M_CHANGES, M_WALKS, M_CHUNKS = range(11)
 META_SIZE = 11
+SMALL = 32  # chunks up to this size are insertion-sorted in a buffer
 
 
 @numba.njit(cache=True, nogil=True)
@@ -140,7 +141,12 @@ def heap_update(heap, hpos, cdead, size, c):
 def kept_lval(v, lo, hi, m, n, a, b, eps, u):
     """L of the current result value u: from its tuple, or, once GK merged that tuple into its
     successor p, from the bounds its neighbours give it: r-(p-1) + 1 <= rank(u) <= r+(p) - 1."""
-    p = np.searchsorted(v[:m], u)
+    return _kept_lval_at(v, lo, hi, m, n, a, b, eps, u, np.searchsorted(v[:m], u))
+
+
+@numba.njit(cache=True, nogil=True)
+def _kept_lval_at(v, lo, hi, m, n, a, b, eps, u, p):
+    """:func:`kept_lval` with p = searchsorted(v[:m], u) known."""
     if p < m and v[p] == u:
         return lval(lo[p], hi[p], a, b, eps, n)
     if p == 0 or p >= m:
@@ -151,6 +157,17 @@ def kept_lval(v, lo, hi, m, n, a, b, eps, u):
 @numba.njit(cache=True, nogil=True)
 def _last_equal(v, m, u):
     return np.searchsorted(v[:m], u, side="right") - 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _last_equal_from(v, m, u, i):
+    """The last index with value u, given an index i <= it with v[i] == u (a short scan, else a
+    binary search)."""
+    for _ in range(8):
+        if i + 1 >= m or v[i + 1] != u:
+            return i
+        i += 1
+    return _last_equal(v, m, u)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -168,6 +185,8 @@ def _evaluate(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, c
     (or a new member forced a report)."""
     meta[M_EVALS] += 1
     cat[c] = n
+    has = False
+    start = 0
     if first:
         i = first_hit(lo, hi, m, ca[c], cb[c], eps, n)
         L = lval(lo[i], hi[i], ca[c], cb[c], eps, n)
@@ -180,7 +199,7 @@ def _evaluate(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, c
         L = lval(lo[i], hi[i], ca[c], cb[c], eps, n)
         if has and not cforce[c]:
             # keep the current value while it is still a result with a comparable trigger value
-            Lk = kept_lval(v, lo, hi, m, n, ca[c], cb[c], eps, cval[c])
+            Lk = _kept_lval_at(v, lo, hi, m, n, ca[c], cb[c], eps, cval[c], start)
             if Lk >= 0.0 and Lk >= keep * L:
                 cdead[c] = deadline(Lk, n)
                 return False
@@ -188,8 +207,14 @@ def _evaluate(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, c
     nv = v[i]
     if nv != cval[c] or cforce[c]:
         if not first:
-            unpin(v, pin, m, cval[c])
-            pin[_last_equal(v, m, nv)] += 1
+            u = cval[c]
+            if has and start < m and v[start] == u:
+                j = _last_equal_from(v, m, u, start)
+                if pin[j] > 0:
+                    pin[j] -= 1
+            else:
+                unpin(v, pin, m, u)
+            pin[_last_equal_from(v, m, nv, i)] += 1
         meta[M_CHANGES] += 1
         cval[c] = nv
         cforce[c] = False
@@ -352,6 +377,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
     p = 0
     swapped = False
     cap = v.shape[0]
+    sbuf = np.empty(SMALL, np.float64)
     while p < total:
         size = meta[M_HSIZE]
         if meta[M_NOUT] + 2 * nlive + 2 > out_q.shape[0]:
@@ -364,13 +390,18 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
         elif size > 0 and ckey[heap[0]] < n + c:
             c = max(ckey[heap[0]] + 1 - n, 1)
         meta[M_CHUNKS] += 1
-        chunk = np.sort(xs[p:p + c])
-        m = merge_sorted(v, lo, hi, pin, m, n, chunk, ov, olo, ohi, opin)
-        v, ov = ov, v
-        lo, olo = olo, lo
-        hi, ohi = ohi, hi
-        pin, opin = opin, pin
-        swapped = not swapped
+        if c <= SMALL:  # a chunk cut at a fire: sorted in a buffer, no allocation
+            for t in range(c):
+                x = xs[p + t]
+                u = t - 1
+                while u >= 0 and sbuf[u] > x:
+                    sbuf[u + 1] = sbuf[u]
+                    u -= 1
+                sbuf[u + 1] = x
+            chunk = sbuf[:c]
+        else:
+            chunk = np.sort(xs[p:p + c])
+        m = merge_inplace(v, lo, hi, pin, m, n, chunk)
         n += c
         p += c
         boundary = False
