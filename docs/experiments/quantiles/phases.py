@@ -25,6 +25,9 @@ x = data_stream(kind, n_x, 0)
 phi, eq = query_set(nq, "uniform", (0.005, 0.02), 1)
 edges = [e for e in (0, 1_000, 10_000, 100_000, 500_000) if e < n_x] + [n_x]
 GKSummary(EPS).insert(x[:1000])  # compile outside the timing
+_w = _op("casu", EPS)  # load the trigger kernels outside the timing (numba cache: ~30-50 ms)
+_w.register_many(np.arange(4), phi[:4], eq[:4], 0, notify="cluster")
+_w.push(x[:1000], np.arange(1, 1001))
 
 
 def phases(push):

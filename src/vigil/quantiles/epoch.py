@@ -279,15 +279,18 @@ class Epoch:
         self.pmv = []
         ok = self.slot_qid[s] == q
         s, q, c = s[ok], q[ok], c[ok]
-        rs = s[::-1]
-        _, last = np.unique(rs, return_index=True)  # the last entry of each slot
-        idx = len(s) - 1 - last
-        s, q, c = s[idx], q[idx], c[idx]
+        if len(s) > 1 and not (s[1:] > s[:-1]).all():  # (slots increasing: each once, as registered)
+            rs = s[::-1]
+            _, last = np.unique(rs, return_index=True)  # the last entry of each slot
+            idx = len(s) - 1 - last
+            s, q, c = s[idx], q[idx], c[idx]
         ch = self.qclu[s] != c
         s, q, c = s[ch], q[ch], c[ch]
         self.qclu[s] = c
-        o = np.argsort(q, kind="stable")
-        return q[o], self.cnum[c[o]]
+        if len(q) > 1 and not (q[1:] >= q[:-1]).all():
+            o = np.argsort(q, kind="stable")
+            q, c = q[o], c[o]
+        return q, self.cnum[c]
 
     def drop(self, qid: int, s: int) -> None:
         self.flush()

@@ -228,8 +228,9 @@ class TriggerQuantiles(QuantileOperator):
         """Cluster mode: keep the push's events for :meth:`cluster_events`; no per-query update."""
         if moves:
             mq, mc = (np.concatenate(c) for c in zip(*moves, strict=True))
-            o = np.argsort(mq, kind="stable")
-            mq, mc = mq[o], mc[o]
+            if len(moves) > 1:  # one epoch's moves are by qid already
+                o = np.argsort(mq, kind="stable")
+                mq, mc = mq[o], mc[o]
         else:
             mq = mc = np.empty(0, np.int64)
         if parts:
