@@ -109,7 +109,13 @@ def make_operator(name: str, dim: int):
 def warm_up(name: str, dim: int) -> None:
     """Compile (or load from the numba cache) the kernels of ``name`` outside any timed region: a
     throwaway instance sees registrations (one large batch, then small ones), pushes that
-    mature queries, and terminations."""
+    mature queries, and terminations. ``auto`` warms every algorithm it may switch to (a
+    switch mid-run must not pay a kernel load that the single algorithms paid untimed)."""
+    if name == "auto":
+        from ..threshold.auto import choices
+
+        for a in choices(dim):
+            warm_up(a, dim)
     op = make_operator(name, dim)
     rng = np.random.default_rng(0)
     k = 200
