@@ -71,9 +71,9 @@ def test_memory_flat_on_a_long_stream(name):
     queries = [((0, 12), (3, 15), 4), ((5, 19), (None, None), 9)]
     op = None
     sizes = []
-    for part in range(8):  # 8 x 20,000 tuples, times keep growing
-        stream = _stream(rng, 20_000, t0=part * 1e6)
-        _, op = _run(cls, stream, queries, 9.0, seq0=part * 20_000, op=op)
+    for part in range(6):  # 6 x 6,000 tuples (each > 2 compactions), times keep growing
+        stream = _stream(rng, 6_000, t0=part * 1e6)
+        _, op = _run(cls, stream, queries, 9.0, seq0=part * 6_000, op=op)
         sizes.append(op.nbytes())
     assert max(sizes[2:]) <= 1.5 * sizes[1], sizes
 
