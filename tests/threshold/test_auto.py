@@ -67,7 +67,7 @@ class _Flip(CostModel):
     def __init__(self):
         super().__init__({})
 
-    def push(self, algo, m, B, d):
+    def push(self, algo, m, B, d, rho=None):
         best = "dt" if B < 10 else ("sweep" if B > 100 else "scan")
         if d > 2 and best == "sweep":
             best = "scan"
@@ -127,7 +127,7 @@ def test_observed_costs_correct_the_model():
         def __init__(self):
             super().__init__({})
 
-        def push(self, algo, m, B, d):
+        def push(self, algo, m, B, d, rho=None):
             return {"dt": 1e-9, "sweep": 2e-9}.get(algo, 1.0)
 
         def build(self, algo, m, d):
@@ -167,7 +167,7 @@ def test_termination_costs_count_in_the_choice():
         def __init__(self):
             super().__init__({})
 
-        def push(self, algo, m, B, d):
+        def push(self, algo, m, B, d, rho=None):
             return 1e-4 if algo == "dt" else 2e-4
 
         def build(self, algo, m, d):
@@ -190,3 +190,41 @@ def test_termination_costs_count_in_the_choice():
         w = rng.integers(1, 30, 100)
         same(a.push(pts, w), o.push(pts, w))
     assert a.current != "dt" and a.trate > 5
+
+
+def _two_ratio_tables():
+    """dt costs 1 s per push at rho = 0.2 and 0.01 s at rho = 2; the others 0.1 s whatever rho."""
+    grid = {"ms": [1000, 100_000], "Bs": [1, 1000], "build": [1e-6, 1e-6], "term": [0.0, 0.0]}
+    tabs = {a: {**grid, "push": [[0.1, 0.1], [0.1, 0.1]]} for a in choices(1)}
+    tabs["dt"] = {**grid, "push": [[1.0, 1.0], [1.0, 1.0]], "rho": 0.2, "rho_hi": 2.0,
+                  "push_hi": [[0.01, 0.01], [0.01, 0.01]]}
+    return CostModel({"1": tabs})
+
+
+def test_the_model_interpolates_dt_in_log_tau_over_m():
+    m = _two_ratio_tables()
+    assert m.push("dt", 10_000, 10, 1) == pytest.approx(1.0)  # no rho: the fit's ratio
+    assert m.push("dt", 10_000, 10, 1, rho=0.2) == pytest.approx(1.0)
+    assert m.push("dt", 10_000, 10, 1, rho=2.0) == pytest.approx(0.01)
+    assert m.push("dt", 10_000, 10, 1, rho=0.2 * 10**0.5) == pytest.approx(0.1)  # geometric middle
+    assert m.push("dt", 10_000, 10, 1, rho=200.0) == pytest.approx(0.01)  # not beyond the upper table
+    assert m.push("dt", 10_000, 10, 1, rho=0.02) == pytest.approx(100.0)  # a decade below the lower one
+    assert m.push("scan", 10_000, 10, 1, rho=2.0) == pytest.approx(0.1)  # one table: rho ignored
+
+
+@pytest.mark.parametrize(("tau", "expect"), [(20, "scan"), (10**4, "dt")])
+def test_thresholds_over_queries_steer_the_first_choice(tau, expect):
+    """Same queries and batch, only the thresholds differ: with tau / (m x mean weight) = 2 (500
+    queries, weights 10, tau 10^4) the two-ratio model predicts dt 10x cheaper than the others;
+    at 0.004 (tau 20), far dearer."""
+    rng = np.random.default_rng(3)
+    o, a = ThresholdOracle(1), Auto(1, model=_two_ratio_tables(), adapt=False)
+    k = 500
+    lo = rng.integers(0, 10, (k, 1)).astype(float)
+    for x in (o, a):
+        x.register(np.arange(k), lo, lo + 3, np.full(k, tau))
+    for _ in range(5):
+        pts = rng.integers(0, 12, (100, 1)).astype(float)
+        w = np.full(100, 10)
+        same(a.push(pts, w), o.push(pts, w))
+    assert (a.current == "dt") == (expect == "dt")

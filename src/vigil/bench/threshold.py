@@ -471,8 +471,14 @@ def markdown_table(doc: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+#: tau / m of the fit's workload (fig3's ratio) and of DT's second push table (fig4's smallest m)
+FIT_RATIO, FIT_HI_RATIO = 20, 200
+
+
 def fit_auto_model(*, scale: float = 1.0, dims: Sequence[int] = (1, 2), seed: int = 0,
-                   console: Console | None = None, max_seconds: float = 1.0) -> dict[str, Any]:
+                   console: Console | None = None, max_seconds: float = 1.0,
+                   algos: Sequence[str] | None = None, ratio: int = FIT_RATIO,
+                   hi_ratio: int | None = FIT_HI_RATIO) -> dict[str, Any]:
     """Time pushes (m alive queries x batch size B) and builds (registering m queries at once) of
     every algorithm auto chooses from, on this machine: the tables of
     ``vigil.threshold.auto.CostModel``.
@@ -486,7 +492,10 @@ def fit_auto_model(*, scale: float = 1.0, dims: Sequence[int] = (1, 2), seed: in
     damp the load of a shared machine). Scan-like points beyond m x B = 3e9 are extrapolated from
     the largest measured B (their cost is linear in B). ``term``: seconds per terminated query,
     terminating 1% of the m queries per call (fig3 terminates about that many between pushes).
-    Returns ``{"tables", "machine"}``."""
+    DT's pushes depend on tau / m as well (its rounds: ~m / tau per element; fig4 keeps tau while
+    m shrinks, so tau / m reaches 200 there): DT's push table is also timed at tau = ``hi_ratio``
+    m (``push_hi``; ``CostModel`` interpolates in log(tau / m)). ``algos`` restricts the fit to
+    some algorithms (tests). Returns ``{"tables", "machine"}``."""
     from ..threshold.auto import choices
     from ..workloads.threshold import draw_elements, draw_queries
     from .common import machine_info
@@ -497,42 +506,52 @@ def fit_auto_model(*, scale: float = 1.0, dims: Sequence[int] = (1, 2), seed: in
     Bs = [1, 10, 100, 1000, 10_000, 100_000]
     perf = time.process_time  # CPU time: the fit must not depend on the load of a shared machine
     tables: dict[str, Any] = {}
+    def time_pushes(a: str, d: int, m: int, p, lo, hi, qids, taus, row: list, builds: list | None) -> None:
+        for j, B in enumerate(Bs):
+            if a in ("scan", "interval_tree", "seg_intv") and m * B > 3e9:
+                row[j] = row[j - 1] * B / Bs[j - 1]
+                continue
+            op = make_operator(a, d)
+            t0 = perf()
+            op.register(qids, lo, hi, taus)
+            t_build = perf() - t0
+            ts: list[float] = []
+            while not ts or (sum(ts) < 0.2 * max_seconds and len(ts) < 20 and 2 * op.alive() >= m):
+                pts, w = draw_elements(rng, B, p)
+                t0 = perf()
+                op.push(pts, w)
+                ts.append(perf() - t0)
+                if ts[-1] > max_seconds:
+                    break
+            # the first push after a build pays lazy index builds (stabbing structures,
+            # sweep's sorted queries): it counts in the build, not in the push
+            steady = sum(ts[1:]) / (len(ts) - 1) if len(ts) > 1 else ts[0]
+            row[j] = float(steady)
+            if builds is not None:
+                builds.append(t_build + max(0.0, ts[0] - steady))
+
     for d in dims:
-        algos = choices(d)
-        for a in algos:
+        algos_d = [a for a in choices(d) if algos is None or a in algos]
+        for a in algos_d:
             warm_up(a, d)
         tab = {a: {"ms": ms, "Bs": Bs, "push": [[0.0] * len(Bs) for _ in ms], "build": [0.0] * len(ms),
-                   "term": [0.0] * len(ms)} for a in algos}
+                   "term": [0.0] * len(ms)} for a in algos_d}
+        if hi_ratio and "dt" in tab:  # rho = tau / (m x mean element weight) of each push table
+            w = ThresholdWorkloadParams().weight_mean
+            tab["dt"].update(rho=ratio / w, rho_hi=hi_ratio / w, push_hi=[[0.0] * len(Bs) for _ in ms])
         for i, m in enumerate(ms):
-            p = ThresholdWorkloadParams(dim=d, m=m, tau=max(1000, 20 * m))
+            p = ThresholdWorkloadParams(dim=d, m=m, tau=max(1000, ratio * m))
             lo, hi = draw_queries(rng, m, p)
             qids = np.arange(m, dtype=np.int64)
             taus = np.full(m, p.tau, np.int64)
-            for a in algos:
-                builds = []
-                row = tab[a]["push"][i]
-                for j, B in enumerate(Bs):
-                    if a in ("scan", "interval_tree", "seg_intv") and m * B > 3e9:
-                        row[j] = row[j - 1] * B / Bs[j - 1]
-                        continue
-                    op = make_operator(a, d)
-                    t0 = perf()
-                    op.register(qids, lo, hi, taus)
-                    builds.append(perf() - t0)
-                    ts: list[float] = []
-                    while not ts or (sum(ts) < 0.2 * max_seconds and len(ts) < 20 and 2 * op.alive() >= m):
-                        pts, w = draw_elements(rng, B, p)
-                        t0 = perf()
-                        op.push(pts, w)
-                        ts.append(perf() - t0)
-                        if ts[-1] > max_seconds:
-                            break
-                    # the first push after a build pays lazy index builds (stabbing structures,
-                    # sweep's sorted queries): it counts in the build, not in the push
-                    steady = sum(ts[1:]) / (len(ts) - 1) if len(ts) > 1 else ts[0]
-                    row[j] = float(steady)
-                    builds[-1] += max(0.0, ts[0] - steady)
+            for a in algos_d:
+                builds: list[float] = []
+                time_pushes(a, d, m, p, lo, hi, qids, taus, tab[a]["push"][i], builds)
                 tab[a]["build"][i] = float(min(builds))
+                if "push_hi" in tab[a]:
+                    ph = ThresholdWorkloadParams(dim=d, m=m, tau=max(1000, hi_ratio * m))
+                    time_pushes(a, d, m, ph, lo, hi, qids, np.full(m, ph.tau, np.int64),
+                                tab[a]["push_hi"][i], None)
                 # terminations: fig3 terminates ~1% of the alive queries between pushes
                 op = make_operator(a, d)
                 op.register(qids, lo, hi, taus)

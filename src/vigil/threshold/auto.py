@@ -123,8 +123,32 @@ class CostModel:
         i = int(np.clip(np.searchsorted(grid, v) - 1, 0, grid.shape[0] - 2))
         return i, (v - grid[i]) / (grid[i + 1] - grid[i])
 
-    def push(self, algo: str, m: int, B: int, d: int) -> float:
+    def push(self, algo: str, m: int, B: int, d: int, rho: float | None = None) -> float:
+        """Seconds per push of B elements at m alive queries. ``rho`` = mean threshold / (m x
+        mean element weight): DT's rounds scale with 1/rho, so for a table with a second push
+        grid at ``rho_hi`` the log-cost is interpolated in log rho between the two tables'
+        ``rho`` (extrapolated down to a tenth of the lower one; not beyond the upper one)."""
         lm, lb, P, _ = self._t(algo, d)
+        z = self._grid(lm, lb, P, m, B)
+        if rho is not None and rho > 0:
+            hi = self._hi(algo, d)
+            if hi is not None:
+                r0, r1, P1 = hi
+                t = min(max((math.log(rho) - r0) / (r1 - r0), -1.0), 1.0)
+                z1 = self._grid(lm, lb, P1, m, B)
+                z = z + t * (z1 - z)
+        return float(math.exp(min(z, 50.0)))
+
+    def _hi(self, algo: str, d: int):
+        key = (str(min(d, 2)), algo, "hi")
+        if key not in self._cache:
+            tab = self.tables[key[0]][algo]
+            self._cache[key] = None if "push_hi" not in tab else (
+                math.log(tab["rho"]), math.log(tab["rho_hi"]),
+                np.log(np.maximum(np.asarray(tab["push_hi"], float), 1e-9)))
+        return self._cache[key]
+
+    def _grid(self, lm, lb, P, m: int, B: int) -> float:
         i, u = self._cell(lm, math.log(m + 1.0))
         j, v = self._cell(lb, math.log(max(B, 1)))
         i1 = min(i + 1, lm.shape[0] - 1)
@@ -144,7 +168,7 @@ class CostModel:
             e = min(max((P[i, j1] + uc * (P[i1, j1] - P[i, j1]) - P[i, j] - uc * (P[i1, j] - P[i, j])) / gb,
                         0.0), 1.5)
             z += (v - vc) * gb * e
-        return float(math.exp(min(z, 50.0)))
+        return z
 
     def term(self, algo: str, m: int, d: int) -> float:
         """Seconds per terminated query at m alive queries (0 for a model fitted without them)."""
@@ -209,10 +233,19 @@ class Auto(ThresholdOperator):
         self._k = 0  # pushes in the current decision period
         self._built = False  # a switch happened: the next period's observation is skipped
         self._period: tuple[int, int, str] = (0, 1, self.current)
+        # rho = mean registered threshold / (alive queries x mean element weight): DT's rounds
+        # scale with 1/rho (CostModel.push)
+        self._tau_sum = 0.0
+        self._tau_n = 0
+        self._w_sum = 0.0
+        self._w_n = 0
 
     # ------------------------------------------------------------------ delegation
     def register(self, qids, lo, hi, tau) -> None:
         self.op.register(qids, lo, hi, tau)  # (a build cost, in the model's build: not observed)
+        if len(tau):
+            self._tau_sum += float(np.sum(tau, dtype=np.float64))
+            self._tau_n += len(tau)
 
     def terminate(self, qids) -> None:
         self._nterm += len(qids)
@@ -226,15 +259,25 @@ class Auto(ThresholdOperator):
     def remaining(self):
         return self.op.remaining()
 
+    def rho(self, m: int) -> float | None:
+        """Mean registered threshold / (m x mean element weight so far), None before both exist."""
+        if not (self._tau_n and self._w_n and m):
+            return None
+        w = self._w_sum / self._w_n
+        return self._tau_sum / self._tau_n / (m * w) if w > 0 else None
+
     def _predict(self, m: int, B: int) -> dict[str, float]:
-        """Model predictions for every choice at (m, B) quantised to quarter powers of two (a
+        """Model predictions for every choice at (m, B, rho) quantised to quarter powers of two (a
         dictionary hit per push: this runs before every push, including single elements)."""
-        key = (int(4 * math.log2(m + 1) + 0.5), int(4 * math.log2(B) + 0.5))
+        rho = self.rho(m)
+        kr = None if rho is None else int(4 * math.log2(rho) + 0.5)
+        key = (int(4 * math.log2(m + 1) + 0.5), int(4 * math.log2(B) + 0.5), kr)
         p = self._pred.get(key)
         if p is None:
             mq = max(0, int(round(2 ** (key[0] / 4) - 1)))
             bq = max(1, int(round(2 ** (key[1] / 4))))
-            p = {a: self.model.push(a, mq, bq, self.dim) for a in self.algos}
+            rq = None if kr is None else 2 ** (kr / 4)
+            p = {a: self.model.push(a, mq, bq, self.dim, rq) for a in self.algos}
             p.update({"build:" + a: self.model.build(a, mq, self.dim) for a in self.algos})
             p.update({"term:" + a: self.model.term(a, mq, self.dim) for a in self.algos})
             self._pred[key] = p
@@ -246,6 +289,9 @@ class Auto(ThresholdOperator):
             return self.op.push(points, weights)
         if self._left > 0 and B >= SMALL_BATCH and self._k:
             self._end()  # a large push is a period of its own
+        if self._w_n < 1_000_000:  # the mean element weight (of the first million elements)
+            self._w_sum += float(weights[0]) if B == 1 else float(np.sum(weights, dtype=np.float64))
+            self._w_n += B
         if self._left <= 0:
             self._begin(B)
         t0 = time.perf_counter()
@@ -358,6 +404,7 @@ class Auto(ThresholdOperator):
             "nobs": np.array([self.nobs[a] for a in self.algos], np.int64),
             "fresh": self._fresh,
             "trate": self.trate,
+            "rho_sums": np.array([self._tau_sum, self._tau_n, self._w_sum, self._w_n], np.float64),
         }
 
     @classmethod
@@ -374,4 +421,7 @@ class Auto(ThresholdOperator):
         op.nobs = {a: int(nobs[i]) for i, a in enumerate(op.algos)}
         op._fresh = bool(s.get("fresh", False))
         op.trate = float(s.get("trate", 0.0))
+        if "rho_sums" in s:
+            ts, tn, ws, wn = (float(x) for x in np.asarray(s["rho_sums"], np.float64))
+            op._tau_sum, op._tau_n, op._w_sum, op._w_n = ts, int(tn), ws, int(wn)
         return op
