@@ -222,3 +222,39 @@ def test_hist_ssi_exact_with_enough_buckets_and_bounded_otherwise(iv, k, total):
         e = hist_eqw(lo, hi, k)
         w = (hi.max() - lo.min()) / k
         assert np.isclose(e.values[:-1].sum() * w, (hi - lo).sum())
+
+
+@pytest.mark.parametrize("output", ["pairs", "affected", "count"])
+def test_partnerless_one_tuple_calls_and_ordered_sub_batches(output):
+    """One-tuple calls whose key has no stored partner are answered without a plan (counted in
+    ``no_partner``), and routed sub-batches probed in R.A order (order_min=1), with several plans
+    per batch: every output equals the oracle's (count mode: the running count)."""
+    from .test_oracle import select
+
+    rng = np.random.default_rng(5)
+    cls = type("Ordered", (dynamic.Dynamic,), {"margin_abs": 0.0, "margin_rel": 0.0, "split_us": 0.0,
+                                               "order_min": 1})
+    op, ora = cls("select", output), JoinOracle("select", "pairs" if output == "count" else output)
+    pairs = 0
+    for i in range(60):
+        c = rng.uniform(0, 50)
+        s = select(f"q{i}", (c - rng.uniform(0, 10), c + rng.uniform(0, 10)),
+                   (rng.uniform(0, 20), rng.uniform(20, 50)), None)
+        op.register(i, s)
+        ora.register(i, s)
+    seq = 1
+    for step in range(40):
+        op.params = {c: {k: float(rng.uniform(0, 2)) for k in p} for c, p in op.params.items()}
+        side = "right" if step % 5 == 0 else "left"
+        n = 1 if step % 2 else int(rng.integers(2, 30))
+        # stored right keys are even only: odd left keys have no partner
+        key = (2 * rng.integers(0, 10, n) + (0 if side == "right" else rng.integers(0, 2, n))).astype(np.int64)
+        attrs = rng.uniform(0, 50, (n, 1)).round()
+        got, exp = (o.insert(side, np.arange(seq, seq + n), key, attrs) for o in (op, ora))
+        seq += n
+        pairs += len(exp[0])
+        if output == "count":
+            assert op.counted == pairs, step
+        else:
+            assert all(np.array_equal(a, b) for a, b in zip(got, exp, strict=True)), step
+    assert op.no_partner > 0 and pairs > 0

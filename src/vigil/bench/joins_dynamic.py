@@ -212,6 +212,7 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
         secs = dict.fromkeys(algos, 0.0)
         chunk: dict[str, list[float]] = {a: [] for a in algos}  # CPU time of each chunk (thread_time)
         dec = np.zeros(len(op.choices), np.int64)
+        np0 = op.no_partner
         route = 0.0
         pos = 0
         t_all = time.perf_counter()
@@ -241,6 +242,7 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
                      "cpu_rate_per_s": pos / sum(chunk[algo])}
             if algo == "dynamic":
                 extra["breakdown"] = {c: int(v) for c, v in zip(op.choices, dec, strict=True)}
+                extra["no_partner"] = int(op.no_partner - np0)  # one-tuple calls answered without a plan
                 extra["route_fraction"] = route / secs[algo]
                 extra["route_fraction_median"] = float(np.median(route_share))  # per chunk: robust to preemption
                 # CPU time (a preempted chunk does not count), median over chunks of static / dynamic

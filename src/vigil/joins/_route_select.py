@@ -35,6 +35,11 @@ estimate only every 16th tuple; if none of those would leave the incumbent the w
 to it (a deviation falls back to the full pass), and every 8th batch is estimated in full.
 Routing then costs ~1/16 of the full pass while one plan is undisputed.
 
+No partner (ours, one tuple per call): :func:`partnerless` reads the key's bucket count, an
+exact count of the stored keys; when it is 0 the tuple has no partner (m' = 0 exactly) and the
+operator answers it with the empty result without calling any plan (every plan would stop after
+its key lookup, but a plan call costs 5-17 us of fixed work at 20k-50k queries, measured).
+
 Cost: O(1) per tuple, O(plans) extra per batch; space O(buckets) (the histograms, shared).
 """
 
@@ -150,6 +155,22 @@ def _average(tot, n, sv):
         if sv[EMA + j] < (1.0 - SWITCH) * sv[EMA + inc]:
             inc = j
     sv[INC] = inc
+
+
+@numba.njit(cache=True, nogil=True)
+def partnerless(b, sv):
+    """True iff no stored tuple has key b: its key-histogram bucket is empty or b lies outside
+    the span (the counts are exact counts of the stored keys, so this is exact, not an estimate;
+    a bucket that is not empty says nothing: its keys may differ from b)."""
+    kw = sv[KW]
+    if kw <= 0:  # no histogram yet: do not skip
+        return False
+    if not b >= sv[KLO]:
+        return True
+    j = int((b - sv[KLO]) // kw)
+    if j >= int(sv[NK]):
+        return True
+    return sv[KC + j] == 0.0
 
 
 @numba.njit(cache=True, nogil=True)
