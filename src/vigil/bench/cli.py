@@ -42,7 +42,7 @@ def threshold(
 
     if fit:
         from .common import png_path, write_json
-        from .threshold import fit_auto_model, plot_winner_map, write_auto_model
+        from .threshold_fit import fit_auto_model, plot_winner_map, write_auto_model
 
         model = fit_auto_model(scale=1.0 if scale is None else scale, seed=seed)
         print(f"wrote {write_json(out, {'family': 'threshold', 'preset': 'fit', **model})}")

@@ -39,7 +39,7 @@ remaining threshold r behaves exactly like a fresh query of threshold r, so outp
 The model (:class:`CostModel`): per dimension and algorithm, seconds per push timed on a grid of
 (m, B) and seconds per build timed on a grid of m, interpolated in log-log space (power-law
 extrapolation beyond the grid); measured by ``vigil bench threshold --fit`` (fig3's workload;
-``vigil.bench.threshold.fit_auto_model``) and shipped in ``_auto_model.py``.
+``vigil.bench.threshold_fit.fit_auto_model``) and shipped in ``_auto_model.py``.
 
 Bounds: those of the algorithm in use, plus O(m) (O(m log^d m) into dt) per switch.
 """
