@@ -200,6 +200,28 @@ def test_numba_select_route_equals_cost_models():
         assert np.mean(fast == slow) > 0.99  # float ties aside
 
 
+def test_numba_window_route_equals_cost_models():
+    """The window router's numba kernel picks the argmin of vigil.joins.costs' window formulas
+    (the numpy evaluation over the same statistics), with random parameters."""
+    rng = np.random.default_rng(4)
+    from .test_oracle import select
+
+    op = dynamic.Dynamic("window", "count")
+    for i in range(200):
+        a, c = rng.uniform(0, 100, 2)
+        op.register(i, select(f"q{i}", (a, a + rng.uniform(0, 30)), (c, c + rng.uniform(0, 30)), float(rng.uniform(5, 500))))
+    op.insert("right", np.arange(1, 2001), rng.integers(0, 40, 2000), rng.uniform(0, 130, (2000, 1)),
+              np.arange(2000, dtype=np.float64))
+    key, x, t = rng.integers(-5, 45, 500), rng.uniform(-10, 140, 500), np.full(500, 2100.0)
+    op.insert("left", np.array([5000]), key[:1], x[:1].reshape(1, 1), t[:1])
+    for _ in range(5):
+        op.params = {c: {k: float(rng.uniform(0, 2)) for k in p} for c, p in op.params.items()}
+        fast = op.choose("left", key, x, t)
+        slow = np.argmin(op.estimated_costs("left", key, x, t), axis=1)
+        assert np.mean(fast == slow) > 0.99  # float ties aside
+        assert len(set(fast.tolist())) >= 1
+
+
 @given(iv=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 30)), min_size=1, max_size=30),
        k=st.integers(1, 12), total=st.booleans())
 @settings(max_examples=40, deadline=None)

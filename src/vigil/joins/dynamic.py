@@ -44,6 +44,7 @@ import numba
 import numpy as np
 
 from . import _route_select as rs
+from . import _route_window as rw
 from . import band, select, window
 from ._base import SIDES, JoinBase
 from .costs import MODELS, costs, features, load_params
@@ -170,6 +171,7 @@ class Dynamic(JoinBase):
         self._sv = {}
         self._fast: dict[str, tuple] = {}
         self._band_state: tuple | None = None
+        self._wparams: np.ndarray | None = None  # window router: the parameters in MODELS order
         self._band_choice = 0
 
     @property
@@ -320,8 +322,30 @@ class Dynamic(JoinBase):
             if first >= 0:
                 ch[:] = first
             return ch
-        c = self.estimated_costs(side, key, x, t)
-        return np.argmin(c, axis=1).astype(np.int64)
+        ch = np.empty(len(key), np.int64)
+        self._route_window(side, key, x, t, ch)
+        return ch
+
+    def _route_window(self, side, key, x, t, out) -> int:
+        """Window joins: the plans of the batch into ``out`` (one numba call after the exact m_b
+        count, vigil.joins._route_window); the plan if all got the same, else -1."""
+        o = _other(side)
+        kh, sd = self.keyhist[o], self.sides[o]
+        if len(sd.keys.view) > kh.seen:
+            kh.sync(sd.keys.view)
+        k = np.ascontiguousarray(key, np.int64)
+        tt = np.ascontiguousarray(t, np.float64)
+        mb = np.zeros(len(k))
+        for part in sd.parts():
+            _window_partners(part.k2, part.t2, k, tt, float(self._scal["wmax"]), mb)
+        sc = self._scal[side]
+        if self._wparams is None:
+            self._wparams = np.array([self.params[c][p] for c, terms in MODELS["window"].items() for p, _ in terms])
+        sv = rw.scalars(len(sd.seqs), self._scal["Q"], sc["QS"], sc["QH"], sc["tau"], sc["hot"])
+        nh, sh = self.nhist[side], self.shist[side]
+        return rw.route(k, np.ascontiguousarray(x, np.float64), mb, kh.lo, 0.0 if kh.empty else kh.w, kh.counts,
+                        nh.e0, nh.w, nh.h, nh.n_left, nh.n_right, sh.e0, sh.w, sh.h, sh.n_left, sh.n_right,
+                        sv, self._wparams, out)
 
     def _compacted(self, side: str) -> None:
         """``side``'s stored tuples were trimmed (a window join with max_window): its key
@@ -467,6 +491,9 @@ class Dynamic(JoinBase):
                 self._out = np.empty(2 * len(key), np.int64)
             ch = self._out[: len(key)]
             first = self._route_select(side, key, x, ch)
+        elif self.kind == "window":
+            ch = np.empty(len(key), np.int64)
+            first = self._route_window(side, key, x, t, ch)
         else:
             ch = self.choose(side, key, x, t)
             first = int(ch[0]) if (ch == ch[0]).all() else -1
