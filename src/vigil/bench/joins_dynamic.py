@@ -258,9 +258,12 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
         op.force = None
         s = slice(0, n_opt)
         us = per_tuple_us(op, key[s], x[s], t[s])
-        t0 = time.perf_counter()
         dyn = op.choose("left", key[s], x[s], t[s])
-        route = time.perf_counter() - t0
+        route = np.inf
+        for _ in range(3):  # routing cost of this batch: the minimum of 3 calls' CPU time (one call
+            t0 = time.thread_time()  # preempted or rebuilding the router's state measured 12 ms once)
+            op.choose("left", key[s], x[s], t[s])
+            route = min(route, time.thread_time() - t0)
         best = np.argmin(us, axis=1)
         chosen = us[np.arange(len(best)), dyn]
         extra = {"point": point, "rate_per_s": len(best) / (us.min(axis=1).sum() * 1e-6), "n": len(best),
