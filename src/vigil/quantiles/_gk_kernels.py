@@ -110,6 +110,38 @@ def merge_inplace(v, lo, hi, pin, m, n, xs):
 
 
 @numba.njit(cache=True, nogil=True)
+def period_chunk(xs, p, c, period, pre, pf, pt):
+    """The sorted chunk xs[p:p + c]: the presorted block of ``pre`` when the chunk is one whole
+    merge period starting at a block of [pf, pt) (blocks of ``period`` elements from pf, sorted
+    by numpy's vectorized sort in :func:`.gk.presort`), else sorted here."""
+    if c == period and pf <= p and p + c <= pt and (p - pf) % period == 0:
+        return pre[p:p + c]
+    return np.sort(xs[p:p + c])
+
+
+@numba.njit(cache=True, nogil=True)
+def insert_run(v, lo, hi, pin, m, n, nxt, period, eps, xs, pre, pf, pt):
+    """Insert ``xs`` into the summary (v, lo, hi, pin)[:m] over n elements: chunks cut at the merge
+    boundary ``nxt`` (then compressed, ``nxt`` advanced by ``period``), each merged in place.
+    Returns (elements consumed, m, n, nxt); stops early when the arrays lack room."""
+    p = 0
+    total = xs.shape[0]
+    cap = v.shape[0]
+    while p < total:
+        c = min(total - p, nxt - n)
+        if m + c > cap:
+            break
+        m = merge_inplace(v, lo, hi, pin, m, n, period_chunk(xs, p, c, period, pre, pf, pt))
+        n += c
+        p += c
+        if n >= nxt:
+            m = compress(v, lo, hi, pin, m, n, eps)
+            while nxt <= n:
+                nxt += period
+    return p, m, n, nxt
+
+
+@numba.njit(cache=True, nogil=True)
 def compress(v, lo, hi, pin, m, n, eps):
     """Greedy GK merge from the tail (see module doc), in place; returns the new size. Pinned
     tuples (pin > 0) are kept."""

@@ -51,7 +51,7 @@ whose value changed writes one record (cluster id, offset, value, previous value
 per member, and the cost of a change is O(1) whatever the cluster's size.
 
 The kernel writes per-query updates (qid, offset, value, previous value) in offset order;
-:func:`order_updates` orders each offset's updates by qid (a radix sort per offset, no global
+:func:`._updates.order_updates` orders each offset's updates by qid (a radix sort per offset, no global
 sort), so ``push`` returns them in (offset, qid) order.
 """
 
@@ -60,7 +60,17 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._gk_kernels import INF_DEADLINE, best_tuple, compress, deadline, first_hit, lval, merge_inplace
+from ._gk_kernels import (
+    INF_DEADLINE,
+    best_tuple,
+    compress,
+    deadline,
+    first_hit,
+    lval,
+    merge_inplace,
+    period_chunk,
+)
+from ._updates import lookup_many, order_updates
 
 # meta slots
 M_M, M_N, M_NEXT, M_PERIOD, M_HSIZE, M_NOUT, M_EVALS, M_FIRES, M_CHANGES, M_WALKS, M_CHUNKS = range(11)
@@ -411,8 +421,9 @@ def _any_expired(heap, cdead, size, n):
 @numba.njit(cache=True, nogil=True)
 def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep, lazy, nlive, ca, cb, cval, cdead, cforce,
             cat, ckey, sdead, heap, hpos, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, out_q, out_off, out_val,
-            out_prev):
-    """Insert ``xs`` (see module doc). Returns (elements consumed, summary arrays swapped?).
+            out_prev, pre, pf, pt):
+    """Insert ``xs`` (see module doc; a chunk that is one whole merge period is taken sorted from
+    ``pre``, see :func:`._gk_kernels.period_chunk`). Returns (elements consumed, summary arrays swapped?).
     Stops early when the summary or the output arrays lack room (the caller grows them and calls
     again with the rest). The heap is keyed by ``ckey`` (a cluster's own deadline or its members')."""
     m = meta[M_M]
@@ -445,7 +456,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                 sbuf[u + 1] = x
             chunk = sbuf[:c]
         else:
-            chunk = np.sort(xs[p:p + c])
+            chunk = period_chunk(xs, p, c, meta[M_PERIOD], pre, pf, pt)
         m = merge_inplace(v, lo, hi, pin, m, n, chunk)
         n += c
         p += c
@@ -510,97 +521,6 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
     meta[M_M] = m
     meta[M_N] = n
     return p, swapped
-
-
-@numba.njit(cache=True, nogil=True)
-def _argsort_keys(q):
-    """Stable argsort of int64 keys: insertion sort when short, else LSD radix sort on 11-bit
-    digits of q - min(q) (O(g) per digit; qids are small integers, so 1-3 digits)."""
-    g = q.shape[0]
-    idx = np.arange(g)
-    if g <= 32:
-        for i in range(1, g):
-            t = idx[i]
-            j = i - 1
-            while j >= 0 and q[idx[j]] > q[t]:
-                idx[j + 1] = idx[j]
-                j -= 1
-            idx[j + 1] = t
-        return idx
-    base = q.min()
-    span = q.max() - base
-    tmp = np.empty(g, np.int64)
-    cnt = np.empty(2049, np.int64)
-    shift = 0
-    while (span >> shift) > 0:
-        cnt[:] = 0
-        for i in range(g):
-            cnt[(((q[idx[i]] - base) >> shift) & 2047) + 1] += 1
-        for d in range(2048):
-            cnt[d + 1] += cnt[d]
-        for i in range(g):
-            d = ((q[idx[i]] - base) >> shift) & 2047
-            tmp[cnt[d]] = idx[i]
-            cnt[d] += 1
-        idx, tmp = tmp, idx
-        shift += 11
-    return idx
-
-
-@numba.njit(cache=True, nogil=True)
-def order_updates(rq, ro, rv, rp, k):
-    """The kernel's updates (qid, offset, value, previous value), reported in offset order, as
-    (qids, offsets, values) in (offset, qid) order: each offset's updates are radix-sorted by qid
-    (registration order) on their own, so no global sort is needed. A query reported twice at one
-    offset (never expected) keeps its last value, dropped if it equals its value before."""
-    i = 0
-    w = 0
-    while i < k:
-        off = ro[i]
-        e = i
-        srt = True
-        while e + 1 < k and ro[e + 1] == off:
-            if rq[e + 1] <= rq[e]:
-                srt = False
-            e += 1
-        g = e + 1 - i
-        if srt:
-            if w != i:
-                rq[w:w + g] = rq[i:i + g]
-                ro[w:w + g] = ro[i:i + g]
-                rv[w:w + g] = rv[i:i + g]
-            w += g
-        else:
-            idx = _argsort_keys(rq[i:i + g])
-            tq = rq[i:i + g].copy()
-            tv = rv[i:i + g].copy()
-            tp = rp[i:i + g].copy()
-            t = 0
-            while t < g:
-                f = t
-                while f + 1 < g and tq[idx[f + 1]] == tq[idx[t]]:
-                    f += 1
-                if tv[idx[f]] != tp[idx[t]]:  # a value is never NaN; a previous value may be
-                    rq[w] = tq[idx[t]]
-                    ro[w] = off
-                    rv[w] = tv[idx[f]]
-                    w += 1
-                t = f + 1
-        i = e + 1
-    return rq[:w].copy(), ro[:w].copy(), rv[:w].copy()
-
-
-@numba.njit(cache=True, nogil=True)
-def lookup_many(v, lo, hi, m, n, eps, phi, eps_q, out):
-    """Best-tuple answers of single queries (phi, eps_q) on the summary; NaN when empty."""
-    for i in range(phi.shape[0]):
-        if m == 0:
-            out[i] = np.nan
-            continue
-        half = max(eps_q[i] - eps, 0.0)
-        a = max(phi[i] - half, 0.0)
-        b = min(phi[i] + half, 1.0)
-        out[i] = v[best_tuple(lo, hi, m, a, b, eps, n, m // 2)]
 
 
 __all__ = ["INF_DEADLINE", "order_updates", "process", "heap_push", "heap_remove", "heap_update", "lookup_many"]

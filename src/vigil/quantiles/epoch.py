@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _trigger_kernels as T
 from .clustering import qc_a, qc_b
-from .gk import compress_period
+from .gk import compress_period, presort
 from .oqc import OQC
 
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
@@ -118,6 +118,7 @@ class Epoch:
         self.pending: list[tuple[int, int, float, float]] = []
         self.nq = 0
         self.out = (np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64), np.empty(64))
+        self._pre: np.ndarray | None = None  # buffer of the presorted merge periods of a push (gk.presort)
 
     # ---------------------------------------------------------------- queries
     @property
@@ -322,6 +323,9 @@ class Epoch:
         self.meta[T.M_NOUT] = 0
         p = 0
         period = int(self.meta[T.M_PERIOD])
+        pre, pf, pt = presort(x, int(self.meta[T.M_NEXT] - self.meta[T.M_N]) % period, period, self._pre)
+        if pt and pre is not self._pre:
+            self._pre = pre
         while p < len(x):
             need = self.m + period + 1
             if need > len(self.v):
@@ -343,7 +347,7 @@ class Epoch:
                                       self.ca, self.cb, self.cval, self.cdead, self.cforce, self.cat, self.ckey,
                                       self.sdead, self.heap, self.hpos, self.head, self.tail, self.nxt, self.prv,
                                       self.slot_qid, self.qa,
-                                      self.qb, self.qlast, self.qdead, oq, oo, ov_, op_)
+                                      self.qb, self.qlast, self.qdead, oq, oo, ov_, op_, pre[p:], pf - p, pt - p)
             if swapped:
                 self.v, self.ov = self.ov, self.v
                 self.lo, self.olo = self.olo, self.lo

@@ -14,8 +14,9 @@ r+_i <= r-_{i-1} + max(1, 2*eps*N): the summary is then exact (every gap is 1, n
 and the best tuple is within one rank of the target (the contract's +1).
 
 Batch API: :meth:`GKSummary.insert` takes a whole batch; it is cut into chunks of at most
-1/(2 eps) elements (the paper's merge period), each chunk sorted (O(c log c)) and merged into the
-summary in one pass (O(m + c), :func:`._gk_kernels.merge_sorted`), then the merge/compress step
+1/(2 eps) elements (the paper's merge period), each chunk sorted (O(c log c); the whole periods
+of a batch by one vectorized numpy sort, :func:`presort`) and merged into the summary in one
+pass (O(m + c), in place from the tail, :func:`._gk_kernels.insert_run`), then the merge/compress step
 runs (O(m), :func:`._gk_kernels.compress`) every 1/(2 eps) elements. Time per element
 O(log c + m/c) amortized with c = 1/(2 eps); space m tuples (measured: a few hundred to a few
 thousand for eps = 0.005, see docs/experiments/quantiles.md).
@@ -35,6 +36,22 @@ from . import _gk_kernels as K
 def compress_period(eps: float) -> int:
     """The paper's merge period: every 1/(2 eps) elements (at least 1)."""
     return max(1, int(1.0 / (2.0 * eps)))
+
+
+def presort(x: np.ndarray, first: int, period: int, buf: np.ndarray | None = None) -> tuple[np.ndarray, int, int]:
+    """The whole merge periods of batch x sorted with numpy's (vectorized) sort, one call for the
+    batch: returns (pre, pf, pt), pre[pf:pt] holding x's blocks of ``period`` elements from
+    offset ``first`` (the first merge boundary in x: (next boundary - n) mod period), each sorted; ``buf`` is reused when large enough.
+    The kernels take a chunk that is one such block from ``pre`` instead of sorting it."""
+    k = (len(x) - first) // period if first < len(x) else 0
+    pf, pt = first, first + k * period
+    if k == 0 or period < 2:
+        return x, 0, 0
+    pre = buf if buf is not None and len(buf) >= len(x) else np.empty(len(x))
+    blk = pre[pf:pt]
+    blk[:] = x[pf:pt]
+    blk.reshape(k, period).sort(axis=1)
+    return pre, pf, pt
 
 
 class GKSummary:
@@ -69,14 +86,15 @@ class GKSummary:
 
     def insert(self, values: np.ndarray) -> None:
         """Insert a batch of elements (float64, no NaN), in order."""
-        x = np.asarray(values, np.float64)
+        x = np.ascontiguousarray(values, np.float64)
+        pre, pf, pt = presort(x, (self.next_compress - self.n) % self.period, self.period)
         p = 0
         while p < len(x):
-            c = min(len(x) - p, self.next_compress - self.n)
-            self.insert_chunk(np.sort(x[p:p + c]))
-            p += c
-            if self.n >= self.next_compress:
-                self.compress()
+            self._reserve(self.m + min(len(x) - p, self.period) + 1)
+            used, self.m, self.n, self.next_compress = K.insert_run(
+                self.v, self.lo, self.hi, self.pin, self.m, self.n, self.next_compress, self.period, self.eps, x[p:],
+                pre[p:], pf - p, pt - p)
+            p += int(used)
 
     def insert_chunk(self, xs_sorted: np.ndarray) -> None:
         """Merge one sorted chunk (no compression)."""
