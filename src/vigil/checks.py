@@ -33,12 +33,14 @@ class Log:
     ops: list[dict[str, Any]] = field(default_factory=list)
     quantile_epsilon: float = 0.05
     join_output: str = "pairs"
+    join_history: str | None = None  # Engine(join_history=...): "COLUMN:H" (vigil.history)
 
 
 def run_log(log: Log, algos: dict[str, str] | None = None, cut: int | None = None, batch: int = 7) -> list[dict]:
     """Replay ``log`` through an Engine in batches of ``batch`` rows; if ``cut`` is given, snapshot
     after that many rows, restore into a fresh Engine and go on. Returns the output rows."""
-    eng = Engine(algos, log.quantile_epsilon, log.join_output, columns=set(log.stream.column_names))
+    eng = Engine(algos, log.quantile_epsilon, log.join_output, columns=set(log.stream.column_names),
+                 join_history=log.join_history)
     eng.add_operations(log.ops)
     outs = []
     n = log.stream.num_rows

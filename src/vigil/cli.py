@@ -12,7 +12,7 @@ import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from .cliutil import parse_algos  # noqa: E402,F401  (re-exported: vigil.cli.parse_algos)
+from .cliutil import JOIN_HISTORY_HELP, parse_algos  # noqa: E402,F401  (re-exported: vigil.cli.parse_algos)
 
 app = typer.Typer(help="vigil: millions of standing queries over data streams.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -54,6 +54,7 @@ def replay(
     algo: list[str] = typer.Option(None, help="FAMILY=NAME, e.g. threshold=dt (repeatable)"),
     quantile_epsilon: float = typer.Option(0.005, help="precision of the shared quantile summaries"),
     join_output: str = typer.Option("pairs", help="pairs | affected"),
+    join_history: str = typer.Option(None, help=JOIN_HISTORY_HELP),
     batch: int = typer.Option(100_000, help="elements per engine batch"),
     quiet: bool = typer.Option(False, help="no progress bar and no summary"),
 ) -> None:
@@ -68,7 +69,8 @@ def replay(
     table = read_stream(stream)
     ops = read_operations(queries)
     try:
-        eng = Engine(algos, quantile_epsilon, join_output, columns=set(table.column_names) - {ERROR_COLUMN})
+        eng = Engine(algos, quantile_epsilon, join_output, columns=set(table.column_names) - {ERROR_COLUMN},
+                     join_history=join_history)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
     import pyarrow as pa

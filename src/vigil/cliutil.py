@@ -20,3 +20,8 @@ def parse_algos(algo: list[str] | None) -> dict[str, str]:
             raise typer.BadParameter(str(e.args[0])) from None
         out[fam] = name
     return out
+
+JOIN_HISTORY_HELP = (
+    "COLUMN:H keeps the relation rows for joins registered later only within H of the newest COLUMN "
+    "value (memory O(rows within H)); once rows were dropped, a join needing a new group must be a "
+    "window_join on COLUMN with max_window <= H (others are rejected with the reason). Default: keep all")

@@ -38,14 +38,15 @@ import numpy as np
 import pyarrow as pa
 
 from . import jsonline, oprun, registry
-from .errors import Unsupported
+from .errors import HistoryRefused, Unsupported
 from .events import ERROR_COLUMN, OUTPUT_SCHEMA, seq_column
 from .group import Cols, Group, Segment, monotone
+from .history import History, parse_horizon
 from .oprun import REFUSALS
 from .partial import Partial
 from .pending import Pending
 from .specs import SpecError, parse_query
-from .state import bytes_table, pack, table_bytes, unpack
+from .state import pack, unpack
 
 # ----------------------------------------------------------------------------- the engine
 
@@ -59,6 +60,7 @@ class Engine:
         quantile_epsilon: float = 0.005,
         join_output: str = "pairs",
         columns: set[str] | None = None,
+        join_history: str | None = None,
     ) -> None:
         self.algos = dict(algos or {})
         for fam, name in self.algos.items():
@@ -80,7 +82,7 @@ class Engine:
         self._shapes: dict[tuple, tuple] = {}  # spec shape -> (group key, params, adapter): oprun
         self.pending = Pending()  # (at, arrival, op), sorted by (at, arrival)
         self.arrival = 0
-        self.history: list[pa.Table] = []  # rows of relations, for join groups created later
+        self.history = History(parse_horizon(join_history))  # relation rows, for join groups created later
         self.counts: dict[str, int] = dict.fromkeys(
             ["rows_in", "rows_applied", "rows_rejected", "ops_in", "ops_applied", "ops_rejected", "late"], 0
         )
@@ -139,18 +141,19 @@ class Engine:
         """Sharded-mode hook: rows of relations (with their global ``seq``) applied by other
         engines, kept as join history for the join groups created later here (existing groups
         are not fed). Rows whose seq is kept already are skipped. O(history) per call."""
-        if rows is None or not rows.num_rows:
-            return
-        seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
-        if self.history:
-            have = np.concatenate([np.asarray(t.column("seq").to_numpy(zero_copy_only=False), np.int64)
-                                   for t in self.history])
-            rows = rows.filter(pa.array(~np.isin(seqs, have)))
-            if not rows.num_rows:
-                return
-        t = pa.concat_tables([*self.history, rows], promote_options="permissive")
-        order = np.argsort(np.asarray(t.column("seq").to_numpy(zero_copy_only=False), np.int64), kind="stable")
-        self.history = [t.take(pa.array(order))]
+        self.history.add(rows)
+
+    def new_group(self, gcls: type[Group], params: dict) -> Group:
+        """A new group; a join group starts from the history. Raises HistoryRefused if the
+        history cannot serve it (a horizon dropped rows it needs: vigil.history)."""
+        if gcls.keeps_history:
+            why = self.history.refusal(gcls.history_need(params))
+            if why:
+                raise HistoryRefused(why)
+        g = gcls(self, params)
+        if g.keeps_history:
+            g.bootstrap(self.history)
+        return g
 
     def _gone(self, qid: int) -> None:
         key = self.where.pop(qid, None)
@@ -238,10 +241,10 @@ class Engine:
             try:
                 g = self.groups.get(key)
                 if g is None:
-                    g = gcls(self, params)
-                    if g.keeps_history:
-                        g.bootstrap(self.history)
+                    g = self.new_group(gcls, params)
                 g.register(qid, spec, n)
+            except HistoryRefused as e:
+                return self._reject_op(at, spec.id, str(e))
             except Unsupported as e:
                 name = self.algos.get(gcls.family) or registry.DEFAULTS[gcls.family]
                 return self._reject_op(at, spec.id, f"unsupported by {gcls.family}={name}: {e}")
@@ -526,9 +529,7 @@ class Engine:
         if own is not None:
             rel_ok &= own[rows]
         if rel_ok.any():
-            keep = rows[rel_ok]
-            hist = batch.take(pa.array(keep)).drop_columns([c for c in ("seq", ERROR_COLUMN) if c in batch.column_names])
-            self.history.append(hist.append_column("seq", pa.array(seqs[rel_ok], pa.int64())))
+            self.history.keep(batch, rows[rel_ok], seqs[rel_ok])
 
     def finish(self) -> pa.Table:
         """End of input: apply every pending operation (after the last element)."""
@@ -556,9 +557,6 @@ class Engine:
         """Pickle-free snapshot of everything (take outputs first: pending outputs are not kept)."""
         if self._out:
             raise RuntimeError("take_outputs() before snapshot(): outputs would be lost")
-        hist = b""
-        if self.history:
-            hist = table_bytes(pa.concat_tables(self.history, promote_options="permissive"))
         return pack(
             {
                 "version": 2,
@@ -580,7 +578,7 @@ class Engine:
                 "arrival": self.arrival,
                 "counts": self.counts,
                 "out_counts": self.out_counts,
-                "history": np.frombuffer(hist, np.uint8),
+                "history": self.history.state(),
             }
         )
 
@@ -610,7 +608,6 @@ class Engine:
         eng.arrival = s["arrival"]
         eng.counts = dict(s["counts"])
         eng.out_counts = dict(s["out_counts"])
-        if len(s["history"]):
-            eng.history = [bytes_table(s["history"].tobytes())]
+        eng.history = History.load(s["history"])
         return eng
 

@@ -211,6 +211,12 @@ class Group:
     independent = True  # no query's outputs depend on the other queries (terminations may be deferred)
     stream_columns: tuple[str, ...] = ()  # columns the stream must have for these queries
 
+    @staticmethod
+    def history_need(params: dict[str, Any]) -> tuple[str, float] | None:
+        """``keeps_history`` groups: the part of the engine's history a group created now needs:
+        None = every earlier row; (column, w) = the rows within w of the newest in column."""
+        return None
+
     def __init__(self, engine: Any, params: dict[str, Any]) -> None:
         self.engine = engine
         self.params = params

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import jsonline, registry
-from .errors import Unsupported
+from .errors import HistoryRefused, Unsupported
 from .specs import fast_spec
 
 # how the reasons of registers refused after a valid spec begin (sharded mode frees their ids)
@@ -196,9 +196,10 @@ def register_run(eng: Any, ops: list[dict], n: int) -> None:
             if g is None:
                 gcls = info[2]
                 try:
-                    g = gcls(eng, info[1])
-                    if g.keeps_history:
-                        g.bootstrap(eng.history)
+                    g = eng.new_group(gcls, info[1])
+                except HistoryRefused as e:
+                    eng._reject_op(op["at"], ident, str(e))
+                    continue
                 except Unsupported as e:
                     name = eng.algos.get(gcls.family) or registry.DEFAULTS[gcls.family]
                     eng._reject_op(op["at"], ident, f"{REFUSALS[0]}{gcls.family}={name}: {e}")

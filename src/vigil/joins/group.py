@@ -30,6 +30,13 @@ class JoinGroup(Group):
                 p["max_window"] = float(spec.max_window)
         return p
 
+    @staticmethod
+    def history_need(params):
+        """A window join group with a declared max_window pairs only tuples within it (retain)."""
+        if params.get("max_window") is not None:
+            return params["time_column"], float(params["max_window"])
+        return None
+
     def __init__(self, engine, params):
         super().__init__(engine, params)
         self.op = engine.impl("joins")(params["kind"], engine.join_output)

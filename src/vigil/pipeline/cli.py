@@ -41,6 +41,7 @@ def run(
     option: list[str] = typer.Option(None, "--option", help="KEY=VALUE passed to the Spark source (repeatable)"),
     quantile_epsilon: float = typer.Option(0.005, "--quantile-epsilon"),
     join_output: str = typer.Option("pairs", "--join-output", help="pairs or affected"),
+    join_history: str = typer.Option(None, "--join-history", help="COLUMN:H: keep join history within H of the newest COLUMN only (see `vigil replay --help`)"),
     finish: bool = typer.Option(None, "--finish/--no-finish",
                                 help="apply operations beyond the last element at the end (default with available-now)"),
     timeout: float = typer.Option(None, "--timeout", help="stop a processing-time run after this many seconds"),
@@ -49,6 +50,8 @@ def run(
     """Run the standing queries over a stream with Spark Structured Streaming (exactly-once outputs)."""
     from rich.console import Console
 
+    from vigil.history import parse_horizon
+
     from .config import CheckpointError, RunConfig
     from .driver import run as run_job
     from .sources import SourceError, kafka_options
@@ -56,12 +59,14 @@ def run(
     console = Console(stderr=True)
     try:
         opts = kafka_options(option)
+        parse_horizon(join_history)  # a bad COLUMN:H fails here, with its reason
         if fmt != "kafka" and not stream:
             raise SourceError("--stream DIR is required (except with --format kafka)")
         cfg = RunConfig(
             stream=stream, queries=queries, out=out, checkpoint=checkpoint, fmt=fmt, schema=schema,
             trigger=trigger, max_files_per_batch=max_files_per_batch, mode=mode, shards=shards, master=master,
             algos=_algos(algo), options=opts, quantile_epsilon=quantile_epsilon, join_output=join_output,
+            join_history=join_history,
             finish=finish, timeout=timeout, quiet=quiet, max_reorder_rows=max_reorder_rows,
         )
         s = run_job(cfg)

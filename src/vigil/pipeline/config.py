@@ -27,6 +27,7 @@ class RunConfig:
     options: dict[str, str] = field(default_factory=dict)
     quantile_epsilon: float = 0.005
     join_output: str = "pairs"
+    join_history: str | None = None  # "COLUMN:H": keep join history within H only (vigil.history)
     finish: bool | None = None  # default: True with available-now
     timeout: float | None = None  # stop a processing-time run after this many seconds
     quiet: bool = False
@@ -41,6 +42,7 @@ class RunConfig:
             "algos": dict(sorted(self.algos.items())),
             "quantile_epsilon": self.quantile_epsilon,
             "join_output": self.join_output,
+            **({"join_history": self.join_history} if self.join_history else {}),
             "fmt": self.fmt,
         }
 

@@ -100,6 +100,7 @@ class DriverProcessor(BaseProcessor):
             quantile_epsilon=self.cfg.quantile_epsilon,
             join_output=self.cfg.join_output,
             columns=self.columns,
+            join_history=self.cfg.join_history,
         )
 
     def restore(self, k: int | None):

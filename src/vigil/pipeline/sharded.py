@@ -139,7 +139,8 @@ class ShardedProcessor(BaseProcessor):
 
     def settings(self) -> dict[str, Any]:
         return {"algos": self.cfg.algos, "quantile_epsilon": self.cfg.quantile_epsilon,
-                "join_output": self.cfg.join_output, "columns": self.columns}
+                "join_output": self.cfg.join_output, "columns": self.columns,
+                "join_history": self.cfg.join_history}
 
     # ---------------------------------------------------------------- routing of operations
     def _home_of(self, st: dict, ident: str, spec) -> int:
