@@ -13,6 +13,7 @@ import numpy as np
 
 from ._join_kernels_band import _emit_one, _emit_range, lb
 from ._rtree import stab
+from ._sj_ssi_index import BLK
 
 
 @numba.njit(cache=True, nogil=True)
@@ -59,16 +60,65 @@ def xub(X, v, a, b):
     return a
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def gallop_ub(X, v, a, b):
+    """first k in [a, b) with X[k] > v, by doubling steps from a: O(log (k - a))"""
+    if a >= b or X[a] > v:
+        return a
+    lo = a
+    step = 1
+    while True:
+        hi = lo + step
+        if hi >= b:
+            hi = b
+            break
+        if X[hi] > v:
+            break
+        lo = hi
+        step *= 2
+    return xub(X, v, lo + 1, hi)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def gallop_lb_back(X, v, a, b):
+    """first k in [a, b) with X[k] >= v, by doubling steps leftwards from b: O(log (b - k))"""
+    if b <= a or X[b - 1] < v:
+        return b
+    hi = b - 1
+    step = 1
+    while True:
+        lo = hi - step
+        if lo <= a:
+            lo = a
+            break
+        if X[lo] < v:
+            break
+        hi = lo
+        step *= 2
+    return xlb(X, v, lo, hi)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ok(NA, u, a, hr, q2, hl, q1):
+    """node u may hold a member with MHI >= a and (OHI >= q2 or OLO <= q1)"""
+    return NA[u, 0] >= a and ((hr and NA[u, 1] >= q2) or (hl and NA[u, 2] <= q1))
+
+
 @numba.njit(cache=True, nogil=True)
-def sj_ssi(K, X, S, kb, av, P, roots, NB, NC, IB, IQ, Qid, OLO, OHI, mode, oq, oi, oo):
-    """SJ-SSI (§3.2.2, Fig. 5, Theorem 3): per stabbing group g, one binary search for P[g] in
-    the partner block gives q1 < P[g] <= q2; the group's R-tree is probed with (q2, a) (queries
-    then emit the partners from q2 rightwards while x <= OHI) and (q1, a) (leftwards while
-    x >= OLO). O(tau (log m + g(n)) + k) per arriving tuple."""
+def sj_ssi(K, X, S, kb, av, GP, GOFF, GN, GNOFF, GNS, IT, IQ, NA, FM, mode, oq, oi, oo):
+    """SJ-SSI (§3.2.2, Fig. 5, Theorem 3) over the flat per-group index of _sj_ssi_index: per
+    stabbing group g (sorted by point, so the searches for P[g] in the partner block move right)
+    q1 < P[g] <= q2 are the partners around P[g]; the group's members with MLO <= a <= MHI and
+    OHI >= q2 (they take the partners from q2 rightwards while x <= OHI) or OLO <= q1 (leftwards
+    while x >= OLO) are found by a binary search for the last block with MLO <= a, then a walk
+    leftwards over the blocks through the tree (up while the left sibling cannot hold a hit,
+    down into the rightmost child that can), which stops as soon as the prefix max of MHI over
+    the blocks left of it is < a: O(log) per block reached. A group whose root
+    excludes a, q1 and q2 costs O(1) after the search for P[g]. Per arriving tuple
+    O(tau (log m' + log n) + k log n); no per-call allocation."""
     n = 0
     cnt = 0
-    buf = np.empty(len(Qid) + 1, np.int64)
-    stack = np.empty(16 * 64, np.int64)
+    tau = len(GP)
     for i in range(len(kb)):
         a = av[i]
         if a != a:
@@ -76,30 +126,68 @@ def sj_ssi(K, X, S, kb, av, P, roots, NB, NC, IB, IQ, Qid, OLO, OHI, mode, oq, o
         b0, b1 = key_block(K, kb[i])
         if b0 == b1:
             continue
-        for g in range(len(P)):
-            pos = xlb(X, P[g], b0, b1)
-            if pos < b1:
-                f = stab(NB, NC, IB, IQ, roots[g], X[pos], a, 0.0, buf, stack)
-                for u in range(f):
-                    j = buf[u]
-                    e = xub(X, OHI[j], pos, b1)
-                    if mode == 2:
-                        cnt += e - pos
-                    elif mode == 1:
-                        oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
-                    else:
-                        oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S, pos, e)
-            if pos > b0:
-                f = stab(NB, NC, IB, IQ, roots[g], X[pos - 1], a, 0.0, buf, stack)
-                for u in range(f):
-                    j = buf[u]
-                    s = xlb(X, OLO[j], b0, pos)
-                    if mode == 2:
-                        cnt += pos - s
-                    elif mode == 1:
-                        oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
-                    else:
-                        oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S, s, pos)
+        pos = b0
+        for g in range(tau):
+            pos = xlb(X, GP[g], pos, b1)
+            hr = pos < b1
+            hl = pos > b0
+            q2 = X[pos] if hr else np.inf
+            q1 = X[pos - 1] if hl else -np.inf
+            base = GNOFF[g]
+            if not _ok(NA, base + 1, a, hr, q2, hl, q1):
+                continue
+            ns = GNS[g]
+            lf = base + ns
+            bl = xub(FM, a, lf, lf + ns) - lf - 1  # the last block whose first MLO <= a
+            if bl < 0:
+                continue
+            off = GOFF[g]
+            end = off + GN[g]
+            v = ns + bl
+            live = _ok(NA, base + v, a, hr, q2, hl, q1)
+            while True:
+                if live:
+                    k1 = min(end, off + (v - ns + 1) * BLK)
+                    for k in range(off + (v - ns) * BLK, k1):
+                        if not (IT[k, 0] <= a and IT[k, 1] >= a):
+                            continue
+                        if hr and IT[k, 3] >= q2:
+                            e = gallop_ub(X, IT[k, 3], pos, b1)
+                            if mode == 2:
+                                cnt += e - pos
+                            elif mode == 1:
+                                oq, oi, oo, n = _emit_one(oq, oi, oo, n, IQ[k], i)
+                            else:
+                                oq, oi, oo, n = _emit_range(oq, oi, oo, n, IQ[k], i, S, pos, e)
+                        if hl and IT[k, 2] <= q1:
+                            s = gallop_lb_back(X, IT[k, 2], b0, pos)
+                            if mode == 2:
+                                cnt += pos - s
+                            elif mode == 1:
+                                oq, oi, oo, n = _emit_one(oq, oi, oo, n, IQ[k], i)
+                            else:
+                                oq, oi, oo, n = _emit_range(oq, oi, oo, n, IQ[k], i, S, s, pos)
+                t = v  # stop when no block left of v's subtree has MHI >= a
+                while t < ns:
+                    t <<= 1
+                if t == ns or NA[base + t - 1, 3] < a:
+                    break
+                # up while v is a left child or its left sibling cannot hold a hit
+                while v > 1 and ((v & 1) == 0 or not _ok(NA, base + v - 1, a, hr, q2, hl, q1)):
+                    v >>= 1
+                if v <= 1:
+                    break
+                v -= 1
+                live = True
+                while v < ns:  # down into the rightmost child that can hold a hit
+                    if _ok(NA, base + 2 * v + 1, a, hr, q2, hl, q1):
+                        v = 2 * v + 1
+                    elif _ok(NA, base + 2 * v, a, hr, q2, hl, q1):
+                        v = 2 * v
+                    else:  # the bounds combined, no single child qualifies: continue leftwards
+                        v = 2 * v
+                        live = False
+                        break
     return oq[:n], oi[:n], oo[:n], cnt
 
 

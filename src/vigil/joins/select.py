@@ -27,6 +27,7 @@ from . import _join_kernels_band as kb
 from . import _join_kernels_select as ks
 from . import hotspot
 from ._rtree import build_forest
+from ._sj_ssi_index import SSIIndex
 from .hotspot import HotspotTracker
 from .partition import make_partition
 
@@ -121,19 +122,33 @@ class SJVanilla(_PerSide):
         return ks.sj_vanilla(K, X, S, key, x, q.mlo, q.mhi, q.qid, q.olo, q.ohi, mode, *kb._out())
 
 
-def ssi_forest(q: _Queries, groups: list[tuple[float, list[int]]]):
-    """Stabbing points and the per-group R-tree forest of the given (point, member qids)."""
-    P = np.array([p for p, _ in groups], np.float64)
-    mem = [np.array([q.local[i] for i in m], np.int64) for _, m in groups]
-    return P, *build_forest(q.boxes, mem, by_y=True)
+def _rows_of(op, side):
+    """qids -> float64[k, 4] (other lo, other hi, mine lo, mine hi) of the alive queries."""
+    ol, oh, ml, mh = COLS[side]
+
+    def rows(qids):
+        r = np.array([op.q[i] for i in qids.tolist()], np.float64).reshape(len(qids), 5)
+        return r[:, [ol, oh, ml, mh]]
+
+    return rows
+
+
+def ssi_index(op, side, points: dict, groups: dict) -> SSIIndex:
+    """A fresh SJ-SSI index of ``groups`` (group -> member qids) stabbed at ``points``."""
+    ix = SSIIndex()
+    ix.update(points, groups, set(groups), _rows_of(op, side))
+    return ix
 
 
 class SJSSI(_PerSide):
-    """Two dynamic stabbing partitions: of rangeC (serves arriving R) and rangeA (arriving S)."""
+    """Two dynamic stabbing partitions: of rangeC (serves arriving R) and rangeA (arriving S).
+    Each side's index (_sj_ssi_index) is built at its first probe and afterwards brought up to
+    date at the next probe by rewriting only the groups the partition marked dirty."""
 
     def __init__(self, op, eps: float = 0.5, partition: str = "lazy") -> None:
         super().__init__(op)
         self.part = {"left": make_partition(partition, eps), "right": make_partition(partition, eps)}  # App. A.1 / A.2
+        self.stale: set[str] = set()
 
     def add(self, qid, row):
         for side, p in self.part.items():
@@ -144,18 +159,25 @@ class SJSSI(_PerSide):
         for p in self.part.values():
             p.delete(qid)
 
+    def rebuild(self):
+        """The queries changed: each built side refreshes its dirty groups at its next probe."""
+        self.stale = set(self.built)
+
+    def probe(self, side, seqs, key, x, t, mode):
+        if side in self.stale and side in self.built:
+            p = self.part[side]
+            self.built[side].update(p.point, p.groups, p.drain_dirty(), _rows_of(self.op, side))
+        self.stale.discard(side)
+        return super().probe(side, seqs, key, x, t, mode)
+
     def build(self, side):
         p = self.part[side]
-        q = _Queries(self.op, side)
-        groups = sorted((p.point[g], sorted(m)) for g, m in p.groups.items())
-        P, NB, NC, IB, IQ, roots = ssi_forest(q, groups)
         p.drain_dirty()
-        return q, (P, roots, NB, NC, IB, IQ)
+        return ssi_index(self.op, side, p.point, p.groups)
 
-    def run(self, side, b, key, x, t, mode):
-        q, f = b
+    def run(self, side, ix, key, x, t, mode):
         K, X, S, _ = other_index(self.op, side)
-        return ks.sj_ssi(K, X, S, key, x, *f, q.qid, q.olo, q.ohi, mode, *kb._out())
+        return ks.sj_ssi(K, X, S, key, x, *ix.arrays(), mode, *kb._out())
 
 
 class SJHotspot(_PerSide):
@@ -177,18 +199,15 @@ class SJHotspot(_PerSide):
 
     def build(self, side):
         tr = self.track[side]
-        hot_ids = [i for m in tr.hot.values() for i in m]
-        hq = _Queries(self.op, side, hot_ids)
-        groups = sorted((tr.hot_point(h), sorted(m)) for h, m in tr.hot.items())
-        P, NB, NC, IB, IQ, roots = ssi_forest(hq, groups)
+        ix = ssi_index(self.op, side, {h: tr.hot_point(h) for h in tr.hot}, tr.hot)
         sq = _Queries(self.op, side, list(tr.scattered.iv))
         tr.drain_changes()
-        return hq, (P, roots, NB, NC, IB, IQ), sq.stab_index() if len(sq.qid) else None
+        return ix, sq.stab_index() if len(sq.qid) else None
 
     def run(self, side, b, key, x, t, mode):
-        hq, f, sel = b
+        ix, sel = b
         K, X, S, _ = other_index(self.op, side)
-        q1, i1, o1, c1 = ks.sj_ssi(K, X, S, key, x, *f, hq.qid, hq.olo, hq.ohi, mode, *kb._out())
+        q1, i1, o1, c1 = ks.sj_ssi(K, X, S, key, x, *ix.arrays(), mode, *kb._out())
         if sel is None:
             return q1, i1, o1, c1
         mlo, mx, size, qid, olo, ohi, _ = sel

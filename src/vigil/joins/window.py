@@ -64,7 +64,11 @@ def _wj_ssi_parts(q: _Queries, groups):
 
 
 class WJSSI(SJSSI):
-    """The SSI on the other side's ranges (dynamic partitions of SJSSI) + D over all queries."""
+    """The SSI on the other side's ranges (dynamic partitions of SJSSI) + D over all queries
+    (rebuilt in full at the first probe after the queries changed)."""
+
+    rebuild = _PerSide.rebuild
+    probe = _PerSide.probe
 
     def build(self, side):
         p = self.part[side]
