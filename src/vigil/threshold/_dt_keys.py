@@ -12,6 +12,12 @@ _LO32 = np.int64(0xFFFFFFFF)
 #: key(+inf) + 1: the upper key of a range unbounded above; never stored in a tree
 KINF1 = np.int64(0x7FF0000000000001)
 
+#: distributed tracking (paper 000 §3.2/§7, slack split by rate): a round's slack tau'/2 is cut
+#: into (1 + SHARE) * h units, one unit per participant plus SHARE * h units shared by rate
+SHARE = 3
+#: direct mode when the remaining threshold is <= DIRECT * h (>= 2 (1 + SHARE): a unit >= 1)
+DIRECT = max(6, 2 * (1 + SHARE))
+
 # indices of the statistics vector filled by the kernels
 ST_SIGNALS, ST_ROUNDS, ST_MATURED, ST_DIRECT, ST_PURGED = 0, 1, 2, 3, 4
 N_STATS = 5

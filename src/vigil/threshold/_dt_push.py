@@ -7,7 +7,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ._dt_keys import _LO32, I64_MAX, ST_DIRECT, ST_MATURED, ST_PURGED, ST_ROUNDS, ST_SIGNALS
+from ._dt_keys import _LO32, DIRECT, I64_MAX, SHARE, ST_DIRECT, ST_MATURED, ST_PURGED, ST_ROUNDS, ST_SIGNALS
 from ._dt_queues import _remove_query, _root, _set_key
 
 # --------------------------------------------------------------------------------------------
@@ -31,43 +31,55 @@ def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
 def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
     """Counter of node r is now c (>= the top sigma of H(r)): deliver every due signal."""
     info = NR[r, 3]
-    rp = _root(info >> 32, info & _LO32)  # fixed for the node
+    nleaf = info & _LO32
+    rp = _root(info >> 32, nleaf)  # fixed for the node
     while True:
         s0 = tt[rp, 0]
         if s0 > c:
             break
         v = tt[rp, 1]
         q = v >> 32
-        slot = v & _LO32
+        slot = rp if nleaf == 1 else v & _LO32  # a lone leaf is its own root
         lq = qr[q, 1]
         if lq < 0:
             # entry of a terminated query (lazy deletion): drop it now that it surfaced
             _set_key(NR, tt, r, slot, I64_MAX)
             st[ST_PURGED] += 1
             continue
-        e0 = qr[q, 3]
-        e1 = qr[q + 1, 3]
-        h = e1 - e0
         if lq > 0:
-            # weighted round (§7): one increment may carry several signals; they stop when the
-            # coordinator has its h signals and announces the end of the round
-            ksig = 1 if c - s0 < lq else (c - s0) // lq + 1  # usually 1: no division
-            need = h - qr[q, 2]
-            if ksig < need:
-                qr[q, 2] += ksig
-                st[ST_SIGNALS] += ksig
-                _set_key(NR, tt, r, slot, s0 + ksig * lq)
+            # weighted round (§7, slack split by rate): this participant's slack is
+            # lq * (1 + share); one increment may carry several signals, each reporting
+            # (1 + share) units; the round ends when the reported units reach (1 + SHARE) h
+            # (qr[q, 2] counts the units still missing: h is not needed here)
+            sh = 1 + (tt[slot, 1] & _LO32)
+            lu = lq * sh
+            ksig = 1 if c - s0 < lu else (c - s0) // lu + 1  # usually 1: no division
+            add = ksig * sh
+            st[ST_SIGNALS] += ksig
+            if add < qr[q, 2]:
+                qr[q, 2] -= add
+                _set_key(NR, tt, r, slot, s0 + ksig * lu)
                 continue
-            st[ST_SIGNALS] += need
+            e0 = qr[q, 3]
+            e1 = qr[q + 1, 3]
+            h = e1 - e0
             st[ST_ROUNDS] += 1
             S = np.int64(0)
+            Z = 0.0
+            best = e0
+            cb = np.int64(-1)
             for j in range(e0, e1):
-                S += NR[qn[j, 0], 1]
+                cu = NR[qn[j, 0], 1]
+                S += cu
+                Z += np.sqrt(np.float64(cu))
+                if cu > cb:
+                    cb = cu
+                    best = j
             if S >= qr[q, 0]:
                 nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
                 continue
             remq = qr[q, 0] - S
-            if remq <= 6 * h:
+            if remq <= DIRECT * h:
                 qr[q, 1] = 0
                 qr[q, 2] = S
                 st[ST_DIRECT] += 1
@@ -75,14 +87,33 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
                     u = qn[j, 0]
                     _set_key(NR, tt, u, qn[j, 1], NR[u, 1] + 1)
             else:
-                nl = remq // (2 * h)
+                # next round: slack unit floor(tau' / (2 (1 + SHARE) h)); participant u gets
+                # 1 + share_u units, shares ~ SHARE h sqrt(c(u)) / sum sqrt(c) (c(u) counts since
+                # the build: u's rate; sqrt minimises the expected signals), the remainder to the
+                # busiest; the slacks sum to (1 + SHARE) h units <= tau'/2
+                nl = remq // (2 * (1 + SHARE) * h)
                 qr[q, 1] = nl
-                qr[q, 2] = 0
+                qr[q, 2] = (1 + SHARE) * h
+                f = SHARE * h / Z if Z > 0.0 else 0.0
+                used = np.int64(0)
                 for j in range(e0, e1):
+                    if j == best:
+                        continue
                     u = qn[j, 0]
-                    _set_key(NR, tt, u, qn[j, 1], NR[u, 1] + nl)
+                    sl = qn[j, 1]
+                    cu = NR[u, 1]
+                    mu = np.int64(f * np.sqrt(np.float64(cu))) if Z > 0.0 else np.int64(SHARE)
+                    mu = min(mu, SHARE * h - used)
+                    used += mu
+                    tt[sl, 1] = (q << 32) | mu
+                    _set_key(NR, tt, u, sl, cu + nl * (1 + mu))
+                u = qn[best, 0]
+                sl = qn[best, 1]
+                mu = SHARE * h - used
+                tt[sl, 1] = (q << 32) | mu
+                _set_key(NR, tt, u, sl, NR[u, 1] + nl * (1 + mu))
         else:
-            # direct mode (tau <= 6h): every counter change is reported
+            # direct mode (tau <= DIRECT h): every counter change is reported
             a = qr[q, 2] + c - (s0 - 1)
             qr[q, 2] = a
             st[ST_SIGNALS] += 1

@@ -8,7 +8,7 @@ import numba as nb
 import numpy as np
 
 from ._dt_build import _decompose
-from ._dt_keys import _LO32, I64_MAX
+from ._dt_keys import _LO32, DIRECT, I64_MAX, SHARE
 
 # fan-out of the tournament trees: _TF = 2**_TB children per internal node (4 measured best;
 # _set_key's unrolled match assumes 4)
@@ -38,15 +38,15 @@ def _region(n):
 
 
 @nb.njit(cache=True, inline="always")
-def _group_min(tt, c0, c1):
-    """(key, payload) of the minimal slot in ``tt[c0:c1]`` (the first one on ties)."""
+def _group_argmin(tt, c0, c1):
+    """(key, slot) of the minimal slot in ``tt[c0:c1]`` (the first one on ties)."""
     mk = tt[c0, 0]
-    mv = tt[c0, 1]
+    m = c0
     for c in range(c0 + 1, c1):
         if tt[c, 0] < mk:
             mk = tt[c, 0]
-            mv = tt[c, 1]
-    return mk, mv
+            m = c
+    return mk, m
 
 
 @nb.njit(cache=True, nogil=True)
@@ -89,9 +89,10 @@ def heap_layout(NR, moff, mm, gorder, tL, tH, tbase):
 def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
     """Fill the priority queues laid out by :func:`heap_layout` (``tt``, ``qn``, ``qr`` allocated
     by the caller: int64[slots, 2], int32[E, 2], zeroed int64[k+1, 4]) and start one
-    distributed-tracking instance per query (§3.2/§7: slack ``floor(tau/(2h))`` if ``tau > 6h``,
-    direct mode otherwise); all counters are 0. O(E) time (tree by tree, then bottom-up
-    tournaments)."""
+    distributed-tracking instance per query (§3.2/§7: if ``tau > DIRECT h``, slack unit
+    ``floor(tau / (2 (1 + SHARE) h))`` and every participant's share SHARE (no rates known yet:
+    the paper's equal split), direct mode otherwise); all counters are 0. O(E) time (tree by
+    tree, then bottom-up tournaments)."""
     R = NR.shape[0]
     k = rem.shape[0]
     for q in range(k):
@@ -99,8 +100,9 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
         tau = rem[q]
         qr[q, 0] = tau
         qr[q, 3] = poff[q]
-        if tau > 6 * h:
-            qr[q, 1] = tau // (2 * h)
+        if tau > DIRECT * h:
+            qr[q, 1] = tau // (2 * (1 + SHARE) * h)
+            qr[q, 2] = (1 + SHARE) * h
     qr[k, 3] = poff[k]
     cnt = np.empty(R, np.int64)
     for r in range(R):
@@ -111,7 +113,7 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
         gq = mm[e, 2]
         g = gq >> 32
         q = gq & _LO32
-        key = qr[q, 1] if qr[q, 1] > 0 else 1
+        key = (1 + SHARE) * qr[q, 1] if qr[q, 1] > 0 else 1  # first round: every weight share 1
         n = _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
         j = mm[e, 3]
         for y in range(n):
@@ -119,7 +121,7 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
             slot = cnt[r]
             cnt[r] = slot + 1
             tt[slot, 0] = key
-            tt[slot, 1] = (q << 32) | slot
+            tt[slot, 1] = (q << 32) | SHARE
             qn[j + y, 0] = r
             qn[j + y, 1] = slot
     for r in range(R):
@@ -127,16 +129,19 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
         if n == 0:
             continue
         off = NR[r, 3] >> 32
+        leaves = True
         while n > 1:
             nxt = off + n
             m = (n + _TM) >> _TB
             for p in range(m):
                 c0 = off + (p << _TB)
-                mk, mv = _group_min(tt, c0, min(c0 + _TF, off + n))
+                mk, mi = _group_argmin(tt, c0, min(c0 + _TF, off + n))
                 tt[nxt + p, 0] = mk
-                tt[nxt + p, 1] = mv
+                # a leaf's payload holds its weight share, an internal slot the leaf slot
+                tt[nxt + p, 1] = ((tt[mi, 1] >> 32) << 32) | mi if leaves else tt[mi, 1]
             off = nxt
             n = m
+            leaves = False
         NR[r, 2] = tt[off, 0]
 
 
@@ -159,6 +164,7 @@ def _set_key(NR, tt, r, slot, newkey):
     n = info & _LO32
     tt[slot, 0] = newkey
     i = slot - off
+    leaves = True
     while n > 1:
         p = i >> _TB
         c0 = off + (p << _TB)
@@ -175,9 +181,11 @@ def _set_key(NR, tt, r, slot, newkey):
             kb = k2 if k2 <= k3 else k3
             m = a if ka <= kb else b
             mk = ka if ka <= kb else kb
-            mv = tt[m, 1]
         else:
-            mk, mv = _group_min(tt, c0, c1)
+            mk, m = _group_argmin(tt, c0, c1)
+        # leaf payload = q << 32 | weight share; internal payload = q << 32 | leaf slot
+        mv = ((tt[m, 1] >> 32) << 32) | m if leaves else tt[m, 1]
+        leaves = False
         off += n
         n = (n + _TM) >> _TB
         pp = off + p

@@ -41,15 +41,16 @@ key change re-plays the matches on one leaf-to-root path (O(log_4 n), stopping w
 unchanged) and needs no position index. Arrays (interleaved: one slot / one query = one miss):
 
 * ``tt int64[slots, 2]``: the pool; H(u) occupies ``region(n)`` slots: its n leaves, then each
-  internal level, root last; slot = (key, ``q << 32 | leaf slot``). Keys of removed entries are
-  ``INT64_MAX``;
+  internal level, root last; a leaf = (key, ``q << 32 | share``) (the entry's slack share of
+  the current round, see ``_dt_push``), an internal slot = (key, ``q << 32 | winning leaf
+  slot``); a queue of one entry is its own root. Keys of removed entries are ``INT64_MAX``;
 * ``qn int32[E, 2]``: query-major (node, leaf slot) pairs: the participants of local query q are
   ``qn[qr[q,3] : qr[q+1,3]]``;
 * ``qr int64[k+1, 4]``: per local query (tgt, lam, acc, first entry). Tracking state, absolute in
   the structure's counters (which start at 0 at build): q matures when
   ``sum_{u in U_q} c(u) >= tgt``; ``lam`` is the slack of the current round (0 = direct mode,
-  tau <= 6h; -1 = dead); ``acc`` counts the round's signals (round mode) or is the exact known
-  sum ``sum (sigma_u - 1)`` (direct mode).
+  tau <= DIRECT h; -1 = dead; in round mode the slack *unit*); ``acc`` counts the units the
+  round still misses (round mode) or is the exact known sum ``sum (sigma_u - 1)`` (direct mode).
 
 The kernels live in four modules by concern — ``_dt_keys`` (key space, constants), ``_dt_build``
 (trees, canonical sets), ``_dt_queues`` (queues H(u), termination), ``_dt_push`` (elements and

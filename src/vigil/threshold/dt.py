@@ -16,13 +16,21 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   Canonical node set U_q: the minimal set of nodes with disjoint jurisdictions whose union is
   R_q (at most 2 per level). Build O(m log m); O(log m) per element.
 * §3.2 / §7 distributed tracking, one instance per query, participants = U_q (h = |U_q|),
-  coordinator = q. If tau <= 6h, direct mode (every counter change is reported). Otherwise a
-  round with slack lambda = floor(tau / (2h)): node u signals whenever c(u) has grown by lambda
-  since its last signal, several signals per weighted increment (§7) until the coordinator has
-  h signals and announces the round's end; then it collects the exact sum W of its counters
-  (maturity if W >= tau) and starts the next round with tau reduced by W (tau' <= 2tau/3, so
-  O(log tau) rounds, O(h log tau) signals). The element at which W first reaches tau always ends
-  a round or is seen in direct mode, so the maturity offset is exact.
+  coordinator = q. If tau <= DIRECT h (8h), direct mode (every counter change is reported).
+  Otherwise a round whose slacks sum to at most tau/2, split by rate: the unit
+  floor(tau / (2 (1 + SHARE) h)) (SHARE = 3), participant u's slack (1 + s_u) units with
+  shares s_u ~ SHARE h sqrt(c(u)) / sum sqrt(c) summing to SHARE h (c(u) counts since the
+  build: u's rate; sqrt(rate) minimises the expected number of signals; every slack is >= one
+  unit, a quarter of the paper's floor(tau/(2h))). Node u signals whenever c(u) has grown by its
+  slack since its last signal, several signals per weighted increment (§7), each reporting
+  (1 + s_u) units; when the coordinator has (1 + SHARE) h units it announces the round's end
+  (before that, W < reported + slacks <= tau: no maturity is missed), collects the exact sum W
+  of its counters (maturity if W >= tau) and starts the next round with tau reduced by W (W >=
+  the reported units, ~tau/2, so O(log tau) rounds; every signal reports >= 1 unit, so <=
+  (1 + SHARE) h signals per round: O(h log tau) in all, as in the paper). The element at
+  which W first reaches tau always ends a round or is seen in direct mode, so the maturity
+  offset is exact. (Equal slacks, the paper's split, gave 27.0M signals on fig3 1D at m = 1M;
+  this split 17.8M.)
 * §4 heaps. Each node u keeps a priority queue H(u) of sigma_q(u) = lambda_q + c-bar_q(u) over
   the queries having u in U_q, laid out at build time in one flat pool (canonical sets are
   fixed); its minimum is cached next to the counter, so a counter change inspects one key and
