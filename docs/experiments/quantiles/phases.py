@@ -3,6 +3,8 @@ optionally, per-query notify) on the same input, in one process (time.process_ti
 
     python docs/experiments/quantiles/phases.py SCALE STREAM [MODES]   # MODES: cluster or query,cluster
 
+"casu_summary" is casu's epoch with no notify query (its summary alone, the same kernel path).
+
 SCALE as the bench's targets preset: 1,000,000*SCALE queries, 2,000,000*SCALE elements; batches of
 100,000 elements (cut at the phase edges). Prints one JSON line per (config, phase)."""
 
@@ -40,7 +42,7 @@ def phases(push):
     return out
 
 
-for label in ["gk_eps", "gk_eps4"] + [f"casu_{m}" for m in modes]:
+for label in ["gk_eps", "gk_eps4", "casu_summary"] + [f"casu_{m}" for m in modes]:
     stats0 = None
     if label.startswith("gk"):
         g = GKSummary(EPS if label == "gk_eps" else EPS / 4)
@@ -49,7 +51,8 @@ for label in ["gk_eps", "gk_eps4"] + [f"casu_{m}" for m in modes]:
     else:
         op = _op("casu", EPS)
         t = time.process_time()
-        op.register_many(np.arange(nq), phi, eq, 0, notify="cluster" if label.endswith("cluster") else True)
+        k = 0 if label == "casu_summary" else nq
+        op.register_many(np.arange(k), phi[:k], eq[:k], 0, notify="cluster" if label.endswith("cluster") else True)
         for ep in op.epochs.values():
             ep.flush()
         reg = time.process_time() - t

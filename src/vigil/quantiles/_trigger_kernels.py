@@ -411,6 +411,63 @@ def _fire_cl(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, ca
 
 
 @numba.njit(cache=True, nogil=True)
+def _fire_quick(c, v, lo, hi, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, meta, xs, p0, p1, horizon):
+    """:func:`_fire_cl` without the search, when it provably keeps the current value u: the best
+    tuple's L never exceeds L* = (w n + 1) / (1 - w), w = b - a + 2 eps (the largest min(alpha,
+    beta) of eqs. (10)-(12) over any rank bounds r- <= r+), so u's L >= keep * L* means the keep
+    rule keeps u with the same deadline. u's rank bounds at n are its tuple's plus the count of
+    the elements not merged yet (xs[p0:p1]) that precede it (< u; an equal one precedes it too, so
+    then, or when u has no tuple, the full path runs). Returns False when it does not apply."""
+    if not cdead[c] < horizon or cforce[c]:
+        return False
+    u = cval[c]
+    a = ca[c]
+    b = cb[c]
+    w = b - a + 2.0 * eps
+    if u != u or a <= eps or b + eps >= 1.0 or w >= 1.0:
+        return False
+    q = np.searchsorted(v[:m], u)
+    if q >= m or v[q] != u:
+        return False
+    k = 0
+    e = 0
+    for t in range(p0, p1):
+        k += xs[t] < u
+        e += xs[t] == u
+    if e > 0:
+        return False
+    Lk = lval(lo[q] + k, hi[q] + k, a, b, eps, n)
+    if not (Lk >= 0.0 and Lk >= keep * ((w * n + 1.0) / (1.0 - w)) * (1.0 + 1e-9) + 1e-6):
+        return False
+    meta[M_FIRES] += 1
+    meta[M_EVALS] += 1
+    cdead[c] = deadline(Lk, n)
+    cat[c] = n
+    ckey[c] = min(cdead[c], sdead[c])
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _flush(xs, p0, p1, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt):
+    """Merge the pending elements xs[p0:p1] (the last p1 - p0 of the n) into the summary; returns
+    its size. Up to SMALL of them are insertion-sorted in ``sbuf`` (no allocation)."""
+    c = p1 - p0
+    meta[M_CHUNKS] += 1
+    if c <= SMALL:
+        for t in range(c):
+            x = xs[p0 + t]
+            u = t - 1
+            while u >= 0 and sbuf[u] > x:
+                sbuf[u + 1] = sbuf[u]
+                u -= 1
+            sbuf[u + 1] = x
+        chunk = sbuf[:c]
+    else:
+        chunk = period_chunk(xs, p0, c, meta[M_PERIOD], pre, pf, pt)
+    return merge_inplace(v, lo, hi, pin, m, n - c, chunk)
+
+
+@numba.njit(cache=True, nogil=True)
 def _any_expired(heap, cdead, size, n):
     for t in range(size):
         if cdead[heap[t]] < n:
@@ -430,37 +487,29 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
     n = meta[M_N]
     total = xs.shape[0]
     p = 0
+    p0 = 0  # xs[p0:p]: elements counted in n but not merged yet (cluster mode defers the merge)
     swapped = False
     cap = v.shape[0]
     sbuf = np.empty(SMALL, np.float64)
     out = (out_q, out_off, out_val, out_prev)
+    defer = mode == 0 and lazy < 0
     while p < total:
         size = meta[M_HSIZE]
         if meta[M_NOUT] + 2 * nlive + 2 > out_q.shape[0]:
             break
         c = min(total - p, meta[M_NEXT] - n)
-        if m + c > cap:
+        if m + (p - p0) + c > cap:
             break
         if mode == 2:
             c = 1
         elif size > 0 and ckey[heap[0]] < n + c:
             c = max(ckey[heap[0]] + 1 - n, 1)
-        meta[M_CHUNKS] += 1
-        if c <= SMALL:  # a chunk cut at a fire: sorted in a buffer, no allocation
-            for t in range(c):
-                x = xs[p + t]
-                u = t - 1
-                while u >= 0 and sbuf[u] > x:
-                    sbuf[u + 1] = sbuf[u]
-                    u -= 1
-                sbuf[u + 1] = x
-            chunk = sbuf[:c]
-        else:
-            chunk = period_chunk(xs, p, c, meta[M_PERIOD], pre, pf, pt)
-        m = merge_inplace(v, lo, hi, pin, m, n, chunk)
         n += c
         p += c
         boundary = False
+        if n >= meta[M_NEXT] or not defer or size == 0:
+            m = _flush(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
+            p0 = p
         if n >= meta[M_NEXT]:
             m = compress(v, lo, hi, pin, m, n, eps)
             while meta[M_NEXT] <= n:
@@ -469,10 +518,16 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
         off = p - 1
         if size == 0:
             continue
-        if mode == 0 and lazy < 0:
+        if defer:
             while ckey[heap[0]] < n:
-                _fire_cl(heap[0], v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, off, out,
-                         meta, n)
+                cl = heap[0]
+                if not _fire_quick(cl, v, lo, hi, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, meta, xs,
+                                   p0, p, n):
+                    if p0 < p:  # the full re-evaluation needs the summary at n
+                        m = _flush(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
+                        p0 = p
+                    _fire_cl(cl, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, off, out,
+                             meta, n)
                 sift_down(heap, hpos, ckey, 0, size)
         elif mode == 0:
             while size > 0 and ckey[heap[0]] < n:
@@ -500,9 +555,11 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                 cl = heap[0]
                 if cat[cl] == n:
                     break
-                if mode == 0 and lazy < 0:
-                    _fire_cl(cl, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, off,
-                             out, meta, nb)
+                if defer:
+                    if not _fire_quick(cl, v, lo, hi, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, meta,
+                                       xs, p, p, nb):
+                        _fire_cl(cl, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, off,
+                                 out, meta, nb)
                     sift_down(heap, hpos, ckey, 0, size)
                     continue
                 glob = mode == 1 and cdead[cl] < nb
@@ -518,6 +575,8 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                                   out_off, out_val, out_prev, meta, True, n)
                     for t in range(size // 2 - 1, -1, -1):
                         sift_down(heap, hpos, ckey, t, size)
+    if p0 < p:
+        m = _flush(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
     meta[M_M] = m
     meta[M_N] = n
     return p, swapped
