@@ -104,10 +104,34 @@ def _ok(NA, u, a, hr, q2, hl, q1):
     return NA[u, 0] >= a and ((hr and NA[u, 1] >= q2) or (hl and NA[u, 2] <= q1))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def put_range(oq, oi, oo, n, qid, i, KS, a, b):
+    """Write (qid, i, KS[k]) for k in [a, b) at n while the arrays have room; returns n + b - a
+    (records beyond the capacity are counted, not written: the caller reruns with room). No
+    array is reassigned inside the kernels' loops (numba refcounts a reassigned array at every
+    loop iteration, which cost SJ-SSI more than its whole probe)."""
+    for k in range(a, b):
+        if n < len(oq):
+            oq[n] = qid
+            oi[n] = i
+            oo[n] = KS[k]
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def put_one(oq, oi, oo, n, qid, i):
+    if n < len(oq):
+        oq[n] = qid
+        oi[n] = i
+        oo[n] = -1
+    return n + 1
+
+
 @numba.njit(cache=True, nogil=True)
 def sj_ssi(K, X, S, kb, av, GP, GOFF, GN, GNOFF, GNS, IT, IQ, NA, FM, mode, oq, oi, oo):
     """SJ-SSI (§3.2.2, Fig. 5, Theorem 3) over the flat per-group index of _sj_ssi_index: per
-    stabbing group g (sorted by point, so the searches for P[g] in the partner block move right)
+    stabbing group g (sorted by point, so the searches for P[g] in a partner block move right)
     q1 < P[g] <= q2 are the partners around P[g]; the group's members with MLO <= a <= MHI and
     OHI >= q2 (they take the partners from q2 rightwards while x <= OHI) or OLO <= q1 (leftwards
     while x >= OLO) are found by a binary search for the last block with MLO <= a, then a walk
@@ -115,20 +139,36 @@ def sj_ssi(K, X, S, kb, av, GP, GOFF, GN, GNOFF, GNS, IT, IQ, NA, FM, mode, oq, 
     down into the rightmost child that can), which stops as soon as the prefix max of MHI over
     the blocks left of it is < a: O(log) per block reached. A group whose root
     excludes a, q1 and q2 costs O(1) after the search for P[g]. Per arriving tuple
-    O(tau (log m' + log n) + k log n); no per-call allocation."""
+    O(tau (log m' + log n) + k log n). A batch is processed group by group (each group's
+    arrays stay in cache across the batch's tuples, taken in (partner block, a) order); per-call
+    buffers O(batch). Outputs go to the given arrays without reallocation (see put_range):
+    returns (records, pairs counted)."""
     n = 0
     cnt = 0
     tau = len(GP)
-    for i in range(len(kb)):
-        a = av[i]
-        if a != a:
-            continue
-        b0, b1 = key_block(K, kb[i])
-        if b0 == b1:
-            continue
-        pos = b0
-        for g in range(tau):
-            pos = xlb(X, GP[g], pos, b1)
+    nt = len(kb)
+    IDX = np.empty(nt, np.int64)
+    T0 = np.empty(nt, np.int64)
+    T1 = np.empty(nt, np.int64)
+    act = 0
+    for i in range(nt):
+        if av[i] == av[i]:
+            b0, b1 = key_block(K, kb[i])
+            if b1 > b0:
+                IDX[act], T0[act], T1[act] = i, b0, b1
+                act += 1
+    o = np.argsort(av[IDX[:act]], kind="mergesort")
+    o = o[np.argsort(T0[:act][o], kind="mergesort")]  # active tuples by (partner block, a)
+    TI, B0, B1 = IDX[:act][o], T0[:act][o], T1[:act][o]
+    POS = B0.copy()  # per tuple: the position of the last group's point in its block
+    for g in range(tau):
+        for u in range(act):
+            i = TI[u]
+            a = av[i]
+            b0 = B0[u]
+            b1 = B1[u]
+            pos = xlb(X, GP[g], POS[u], b1)
+            POS[u] = pos
             hr = pos < b1
             hl = pos > b0
             q2 = X[pos] if hr else np.inf
@@ -156,17 +196,17 @@ def sj_ssi(K, X, S, kb, av, GP, GOFF, GN, GNOFF, GNS, IT, IQ, NA, FM, mode, oq, 
                             if mode == 2:
                                 cnt += e - pos
                             elif mode == 1:
-                                oq, oi, oo, n = _emit_one(oq, oi, oo, n, IQ[k], i)
+                                n = put_one(oq, oi, oo, n, IQ[k], i)
                             else:
-                                oq, oi, oo, n = _emit_range(oq, oi, oo, n, IQ[k], i, S, pos, e)
+                                n = put_range(oq, oi, oo, n, IQ[k], i, S, pos, e)
                         if hl and IT[k, 2] <= q1:
                             s = gallop_lb_back(X, IT[k, 2], b0, pos)
                             if mode == 2:
                                 cnt += pos - s
                             elif mode == 1:
-                                oq, oi, oo, n = _emit_one(oq, oi, oo, n, IQ[k], i)
+                                n = put_one(oq, oi, oo, n, IQ[k], i)
                             else:
-                                oq, oi, oo, n = _emit_range(oq, oi, oo, n, IQ[k], i, S, s, pos)
+                                n = put_range(oq, oi, oo, n, IQ[k], i, S, s, pos)
                 t = v  # stop when no block left of v's subtree has MHI >= a
                 while t < ns:
                     t <<= 1
@@ -188,7 +228,7 @@ def sj_ssi(K, X, S, kb, av, GP, GOFF, GN, GNOFF, GNS, IT, IQ, NA, FM, mode, oq, 
                         v = 2 * v
                         live = False
                         break
-    return oq[:n], oi[:n], oo[:n], cnt
+    return n, cnt
 
 
 @numba.njit(cache=True, nogil=True)

@@ -122,6 +122,22 @@ class SJVanilla(_PerSide):
         return ks.sj_vanilla(K, X, S, key, x, q.mlo, q.mhi, q.qid, q.olo, q.ohi, mode, *kb._out())
 
 
+def run_fixed(kernel, args, mode, plan):
+    """Call a kernel that writes into fixed output arrays (put_range) and returns (records,
+    count); rerun once with exact room if they overflowed. ``plan.cap`` remembers the size."""
+    if mode == 2:
+        z = np.empty(0, np.int64)
+        return z, z, z, kernel(*args, mode, z, z, z)[1]
+    cap = getattr(plan, "cap", 256)
+    while True:
+        oq, oi, oo = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+        n, cnt = kernel(*args, mode, oq, oi, oo)
+        if n <= cap:
+            plan.cap = max(256, min(cap, 2 * n))
+            return oq[:n], oi[:n], oo[:n], cnt
+        cap = n
+
+
 def _rows_of(op, side):
     """qids -> float64[k, 4] (other lo, other hi, mine lo, mine hi) of the alive queries."""
     ol, oh, ml, mh = COLS[side]
@@ -177,7 +193,7 @@ class SJSSI(_PerSide):
 
     def run(self, side, ix, key, x, t, mode):
         K, X, S, _ = other_index(self.op, side)
-        return ks.sj_ssi(K, X, S, key, x, *ix.arrays(), mode, *kb._out())
+        return run_fixed(ks.sj_ssi, (K, X, S, key, x, *ix.arrays()), mode, self)
 
 
 class SJHotspot(_PerSide):
@@ -207,7 +223,7 @@ class SJHotspot(_PerSide):
     def run(self, side, b, key, x, t, mode):
         ix, sel = b
         K, X, S, _ = other_index(self.op, side)
-        q1, i1, o1, c1 = ks.sj_ssi(K, X, S, key, x, *ix.arrays(), mode, *kb._out())
+        q1, i1, o1, c1 = run_fixed(ks.sj_ssi, (K, X, S, key, x, *ix.arrays()), mode, self)
         if sel is None:
             return q1, i1, o1, c1
         mlo, mx, size, qid, olo, ohi, _ = sel
