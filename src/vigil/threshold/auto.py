@@ -28,8 +28,9 @@ terminations per push (``trate``).
 
 Start. Until the first push the queries are held by ``scan`` (O(1) per registration, nothing to
 build); the first push, whose batch size is then known, moves them to the algorithm with the
-cheapest predicted build plus push at (m, B) -- one build, the same as registering there
-directly; from then on the regret rule decides whether a costlier build pays.
+cheapest predicted build plus ``FIRST_LOOKAHEAD`` decision periods of such pushes at (m, B) -- one
+build, the same as registering there directly; from then on the regret rule decides whether a
+costlier build pays.
 
 A switch is exact: the current operator exports every alive query with its exact remaining
 threshold (``remaining()``: tau minus the weight seen so far, read from DT's counters or the
@@ -63,6 +64,8 @@ CHOICES = {1: ("dt", "sweep", "scan", "interval_tree"), 2: ("dt", "sweep", "scan
 
 def choices(dim: int) -> tuple[str, ...]:
     return CHOICES.get(dim, ("dt", "scan"))
+
+
 #: weight of the newest observation in the correction factors; their range
 ALPHA = 0.2
 FACTOR_RANGE = (0.1, 30.0)
@@ -76,6 +79,11 @@ MIN_GAIN = 0.15
 UNSEEN_GAIN = 0.5
 #: pushes smaller than this are decided on (and observed over) this many elements at a time
 SMALL_BATCH = 64
+#: the first push moves the queries held so far to the algorithm with the cheapest predicted
+#: build plus this many decision periods of pushes like it (a stream goes on after its first push)
+FIRST_LOOKAHEAD = 16
+#: an observation counts as at most OUTLIER x (at least 1/OUTLIER x) the current correction factor
+OUTLIER = 2.0
 
 
 def _classes() -> dict[str, type]:
@@ -309,12 +317,13 @@ class Auto(ThresholdOperator):
         auto's bookkeeping stays a few percent of a single-element push. The regret counts the
         expected ``k`` pushes of the period."""
         m = self.op.alive()
+        k = 1 if B >= SMALL_BATCH else -(-SMALL_BATCH // B)
         if self._fresh:
             self._fresh = False
             if m:
                 pred = self._predict(m, B)
-                self.switch_to(min(self.algos, key=lambda a: pred[a] + pred["build:" + a]))
-        k = 1 if B >= SMALL_BATCH else -(-SMALL_BATCH // B)
+                n = FIRST_LOOKAHEAD * k
+                self.switch_to(min(self.algos, key=lambda a: n * pred[a] + pred["build:" + a]))
         self._decide(m, B, k)
         if self._nper % 8 == 0:  # sample the load over this period (see _end)
             self._lw, self._lc = time.perf_counter(), time.process_time()
@@ -346,6 +355,10 @@ class Auto(ThresholdOperator):
         pred = self._predict(m, B)
         r = obs / self.load / max(k * pred[cur] + nterm * pred["term:" + cur], 1e-9)
         r = min(max(r, FACTOR_RANGE[0]), FACTOR_RANGE[1])
+        # one period counts as at most OUTLIER x the current factor (the model's 1 at first): on a
+        # loaded machine a preemption of a few ms inside a period is not the algorithm's cost
+        f = self.factor[cur]
+        r = min(max(r, f / OUTLIER), f * OUTLIER)
         n = self.nobs[cur] = self.nobs[cur] + 1
         al = max(ALPHA, 1.0 / n)  # the first observations of an algorithm count fully
         self.factor[cur] = math.exp((1 - al) * math.log(self.factor[cur]) + al * math.log(r))
