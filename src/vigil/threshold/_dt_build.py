@@ -23,6 +23,34 @@ def _height(L):
 
 
 @nb.njit(cache=True, nogil=True)
+def merge_order(kl, kh, oh):
+    """``np.argsort(concat(kl, kh), kind="stable")`` for a sorted ``kl``, given ``oh`` = the stable
+    argsort of ``kh``: one merge, O(k) (dimension 0, where the local order sorts ``kl``)."""
+    k = kl.shape[0]
+    out = np.empty(2 * k, np.int64)
+    i = 0
+    j = 0
+    t = 0
+    while i < k and j < k:
+        if kl[i] <= kh[oh[j]]:  # equal keys: the lower side (smaller index) first, as stable
+            out[t] = i
+            i += 1
+        else:
+            out[t] = k + oh[j]
+            j += 1
+        t += 1
+    while i < k:
+        out[t] = i
+        i += 1
+        t += 1
+    while j < k:
+        out[t] = k + oh[j]
+        j += 1
+        t += 1
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
 def level_sizes(kl, kh, order, moff, mgrp, G):
     """First half of building the endpoint trees of one dimension (§4, §6): their keys and sizes.
 

@@ -146,6 +146,28 @@ def _take(pool: list[np.ndarray] | None, shape: tuple[int, ...], dtype) -> np.nd
     return np.empty(shape, dtype=dtype)
 
 
+def _local_order(qids: np.ndarray, k0: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """(perm, qperm): ``perm`` sorts the (distinct) ``qids`` by (``k0``, qid), i.e.
+    ``np.lexsort((qids, k0))``, or None if they already are (a rebuild exports its queries in
+    this order); ``qperm`` is the argsort of the permuted qids. Cheaper than lexsort when the
+    qids (a fresh batch) or the whole input (a rebuild) are already sorted."""
+    n = qids.shape[0]
+    if n < 2:
+        return None, np.arange(n)
+    dq = qids[1:] > qids[:-1]
+    up = k0[1:] >= k0[:-1]
+    if up.all() and ((k0[1:] > k0[:-1]) | dq).all():
+        return None, (np.arange(n) if dq.all() else np.argsort(qids))
+    if dq.all():
+        perm = np.argsort(k0, kind="stable")
+        qperm = np.empty(n, dtype=np.int64)
+        qperm[perm] = np.arange(n)  # sorted qids permuted by perm: the inverse sorts them back
+        return perm, qperm
+    p1 = np.argsort(qids)
+    perm = p1[np.argsort(k0[p1], kind="stable")]
+    return perm, np.argsort(qids[perm])
+
+
 def _owner(a: np.ndarray) -> np.ndarray:
     """The array owning ``a``'s memory (made by np.empty, contiguous)."""
     while isinstance(a.base, np.ndarray):
@@ -184,10 +206,11 @@ class _Structure:
     def __init__(self, qids: np.ndarray, klo: np.ndarray, khi: np.ndarray, rem: np.ndarray,
                  pool: list[np.ndarray] | None = None) -> None:
         k, d = klo.shape
-        perm = np.lexsort((qids, klo[:, 0]))
-        qids, klo, khi, rem = qids[perm], klo[perm], khi[perm], rem[perm]
+        perm, qperm = _local_order(qids, klo[:, 0])
+        if perm is not None:
+            qids, klo, khi, rem = qids[perm], klo[perm], khi[perm], rem[perm]
         self.qids, self.klo, self.khi = qids, klo, khi
-        self.qperm = np.argsort(qids, kind="stable")
+        self.qperm = qperm
         self.qsorted = qids[self.qperm]
         moff = np.arange(k + 1, dtype=np.int64)
         mgrp = np.zeros(k, dtype=np.int64)
@@ -199,7 +222,10 @@ class _Structure:
         for dim in range(d):
             kl = np.ascontiguousarray(klo[:, dim])
             kh = np.ascontiguousarray(khi[:, dim])
-            order = np.argsort(np.concatenate([kl, kh]), kind="stable")
+            if dim == 0:  # kl is sorted (local order): merge it with the sorted kh
+                order = K.merge_order(kl, kh, np.argsort(kh, kind="stable"))
+            else:
+                order = np.argsort(np.concatenate([kl, kh]), kind="stable")
             last = dim == d - 1
             buf, boff, tL, tH, tbase, mm, nrows, gorder = K.level_sizes(kl, kh, order, moff, mgrp, G)
             grown = _take(pool, (row0 + nrows, 4), np.int64)
