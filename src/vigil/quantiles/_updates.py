@@ -99,3 +99,30 @@ def lookup_many(v, lo, hi, m, n, eps, phi, eps_q, out):
         a = max(phi[i] - half, 0.0)
         b = min(phi[i] + half, 1.0)
         out[i] = v[best_tuple(lo, hi, m, a, b, eps, n, m // 2)]
+
+
+@numba.njit(cache=True, nogil=True)
+def take_moves(s, q, c, slot_qid, qclu, cnum):
+    """Cluster mode's membership changes (:meth:`.epoch.Epoch._take_moves`) in one pass when the
+    slots ``s`` are strictly increasing (each once): keeps the entries whose slot still holds query
+    q and whose cluster changed (updating ``qclu``); returns (qids, cluster numbers, qids sorted?,
+    done), done False (nothing changed) when the slots are not increasing."""
+    g = s.shape[0]
+    for i in range(1, g):
+        if s[i] <= s[i - 1]:
+            return np.empty(0, np.int64), np.empty(0, np.int64), False, False
+    oq = np.empty(g, np.int64)
+    oc = np.empty(g, np.int64)
+    k = 0
+    srt = True
+    for i in range(g):
+        t = s[i]
+        if slot_qid[t] != q[i] or qclu[t] == c[i]:
+            continue
+        qclu[t] = c[i]
+        if k > 0 and q[i] < oq[k - 1]:
+            srt = False
+        oq[k] = q[i]
+        oc[k] = cnum[c[i]]
+        k += 1
+    return oq[:k], oc[:k], srt, True

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import _trigger_kernels as T
+from ._updates import take_moves
 from .clustering import qc_a, qc_b
 from .gk import compress_period, presort
 from .oqc import OQC
@@ -276,6 +277,15 @@ class Epoch:
         a query's last move wins, dropped queries and moves to the cluster it shows are skipped."""
         if not self.pmv:
             return np.empty(0, np.int64), np.empty(0, np.int64)
+        if len(self.pmv) == 1:  # one batch of registrations (slots increasing, as registered): one kernel pass
+            s, q, c = (np.asarray(a, np.int64) for a in self.pmv[0])
+            q1, c1, srt, done = take_moves(s, q, c, self.slot_qid, self.qclu, self.cnum)
+            if done:
+                self.pmv = []
+                if not srt:
+                    o = np.argsort(q1, kind="stable")
+                    q1, c1 = q1[o], c1[o]
+                return q1, c1
         s, q, c = (np.concatenate(p).astype(np.int64) for p in zip(*self.pmv, strict=True))
         self.pmv = []
         ok = self.slot_qid[s] == q

@@ -226,11 +226,12 @@ class TriggerQuantiles(QuantileOperator):
 
     def _cluster_events(self, parts, moves) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Cluster mode: keep the push's events for :meth:`cluster_events`; no per-query update."""
-        if moves:
+        if len(moves) == 1:  # one epoch's moves are by qid already
+            mq, mc = moves[0]
+        elif moves:
             mq, mc = (np.concatenate(c) for c in zip(*moves, strict=True))
-            if len(moves) > 1:  # one epoch's moves are by qid already
-                o = np.argsort(mq, kind="stable")
-                mq, mc = mq[o], mc[o]
+            o = np.argsort(mq, kind="stable")
+            mq, mc = mq[o], mc[o]
         else:
             mq = mc = np.empty(0, np.int64)
         if parts:
