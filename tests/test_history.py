@@ -102,3 +102,17 @@ def test_bad_horizons_are_refused_with_the_form(bad):
 def test_horizon_parses_columns_with_colons():
     assert parse_horizon("a:b:2.5") == ("a:b", 2.5)
     assert parse_horizon(None) is None and parse_horizon("") is None
+
+
+def test_the_pipeline_passes_the_horizon_to_its_engines(tmp_path):
+    """Driver and sharded mode build their engines with the run's --join-history (no Spark here)."""
+    from vigil.pipeline.config import RunConfig
+    from vigil.pipeline.driver import DriverProcessor
+    from vigil.pipeline.sharded import ShardedProcessor
+
+    cfg = RunConfig(stream=str(tmp_path / "s"), queries=str(tmp_path / "q"), out=str(tmp_path / "o"),
+                    checkpoint=str(tmp_path / "c"), join_history="ts:8")
+    assert DriverProcessor(cfg, {"rel", "k", "x", "ts"}).new_engine().history.horizon == ("ts", 8.0)
+    assert ShardedProcessor(cfg, {"rel", "k", "x", "ts"}, None).settings()["join_history"] == "ts:8"
+    assert Engine(**ShardedProcessor(cfg, None, None).settings()).history.horizon == ("ts", 8.0)
+    assert cfg.fingerprint()["join_history"] == "ts:8"
