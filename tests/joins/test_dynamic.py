@@ -206,7 +206,7 @@ def test_numba_window_route_equals_cost_models():
     rng = np.random.default_rng(4)
     from .test_oracle import select
 
-    op = dynamic.Dynamic("window", "count")
+    op = type("Zero", (dynamic.Dynamic,), {"split_us": 0.0})("window", "count")
     for i in range(200):
         a, c = rng.uniform(0, 100, 2)
         op.register(i, select(f"q{i}", (a, a + rng.uniform(0, 30)), (c, c + rng.uniform(0, 30)), float(rng.uniform(5, 500))))

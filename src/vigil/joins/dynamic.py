@@ -40,13 +40,13 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
-import numba
 import numpy as np
 
 from . import _route_select as rs
 from . import _route_window as rw
 from . import band, select, window
 from ._base import SIDES, JoinBase
+from ._route_window import window_partners as _window_partners
 from .costs import MODELS, costs, features, load_params
 from .histograms import IntervalHistogram, KeyHistogram
 from .select import COLS
@@ -72,38 +72,6 @@ def _merge(outs):
             np.concatenate([o[2] for o in outs]), sum(o[3] for o in outs))
 
 
-@numba.njit(cache=True, nogil=True)
-def _window_partners(k2, t2, key, t, wmax, out):
-    """out[i] += the stored tuples with key == key[i] and t[i] - time < wmax, over one part of a
-    side sorted by (key, time) (times are non-decreasing within a key): O(log N) per tuple."""
-    n = len(k2)
-    for i in range(len(key)):
-        lo, hi = 0, n
-        while lo < hi:  # first index with k2 >= key
-            mid = (lo + hi) >> 1
-            if k2[mid] < key[i]:
-                lo = mid + 1
-            else:
-                hi = mid
-        a = lo
-        hi = n
-        while lo < hi:  # first index with k2 > key
-            mid = (lo + hi) >> 1
-            if k2[mid] <= key[i]:
-                lo = mid + 1
-            else:
-                hi = mid
-        b = lo
-        lo, hi = a, b
-        while lo < hi:  # first index of the block with t - time < wmax
-            mid = (lo + hi) >> 1
-            if t[i] - t2[mid] >= wmax:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[i] += b - lo
-
-
 class Dynamic(JoinBase):
     name = "dynamic"
     plans: ClassVar[dict[str, dict[str, type]]] = PLANS  # the join types served
@@ -127,6 +95,7 @@ class Dynamic(JoinBase):
     # empty answer without a plan call; routed sub-batches of >= order_min tuples are probed in
     # R.A order (see _run_ordered; docs/experiments/joins.md, part 2)
     skip_partnerless: ClassVar[bool] = True
+    window_calibrate: ClassVar[bool] = True  # window joins: plans' factors from measured sub-batches
     order_min: ClassVar[int] = 64
     explore_every: ClassVar[int] = 0
     explore_min: ClassVar[int] = 256
@@ -172,6 +141,9 @@ class Dynamic(JoinBase):
         self._fast: dict[str, tuple] = {}
         self._band_state: tuple | None = None
         self._wparams: np.ndarray | None = None  # window router: the parameters in MODELS order
+        self._wcal: dict[str, np.ndarray] = {}  # window router: calibration factor per plan, per side
+        self._wseen: dict[str, set[int]] = {}  # ... and the plans measured so far
+        self._wquiet: dict[str, list[int]] = {}  # ... and the quiet-batch state (_route_window)
         self._band_choice = 0
 
     @property
@@ -327,25 +299,33 @@ class Dynamic(JoinBase):
         return ch
 
     def _route_window(self, side, key, x, t, out) -> int:
-        """Window joins: the plans of the batch into ``out`` (one numba call after the exact m_b
-        count, vigil.joins._route_window); the plan if all got the same, else -1."""
-        o = _other(side)
-        kh, sd = self.keyhist[o], self.sides[o]
-        if len(sd.keys.view) > kh.seen:
-            kh.sync(sd.keys.view)
-        k = np.ascontiguousarray(key, np.int64)
-        tt = np.ascontiguousarray(t, np.float64)
-        mb = np.zeros(len(k))
-        for part in sd.parts():
-            _window_partners(part.k2, part.t2, k, tt, float(self._scal["wmax"]), mb)
-        sc = self._scal[side]
+        """Window joins: the plans of the batch into ``out`` (vigil.joins._route_window.route_batch:
+        exact m_b, one numba pass; quiet batches estimate a sample); the plan if all got the same,
+        else -1."""
         if self._wparams is None:
             self._wparams = np.array([self.params[c][p] for c, terms in MODELS["window"].items() for p, _ in terms])
-        sv = rw.scalars(len(sd.seqs), self._scal["Q"], sc["QS"], sc["QH"], sc["tau"], sc["hot"])
-        nh, sh = self.nhist[side], self.shist[side]
-        return rw.route(k, np.ascontiguousarray(x, np.float64), mb, kh.lo, 0.0 if kh.empty else kh.w, kh.counts,
-                        nh.e0, nh.w, nh.h, nh.n_left, nh.n_right, sh.e0, sh.w, sh.h, sh.n_left, sh.n_right,
-                        sv, self._wparams, out)
+        o = _other(side)
+        kh = self.keyhist[o]
+        if len(self.sides[o].keys.view) > kh.seen:
+            kh.sync(self.sides[o].keys.view)
+        return rw.route_batch(self, side, o, key, x, t, out)
+
+    def _calibrate_window(self, side: str, c: int, n: int, seconds: float) -> None:
+        """Window joins: fold plan c's measured time on a sub-batch of n tuples over its
+        uncalibrated estimate (self._est[c]) into c's factor (exponential average; the first
+        measurement replaces the prior; plans not measured yet get the lowest measured factor)."""
+        e = self._est[c]
+        if not self.window_calibrate or n < self.cal_min or e <= 0.0:
+            return
+        cal = self._wcal.setdefault(side, np.ones(rw.PLANS))
+        seen = self._wseen.setdefault(side, set())
+        w = self.cal_weight if c in seen else 1.0
+        cal[c] = (1.0 - w) * cal[c] + w * seconds * 1e6 / e
+        seen.add(c)
+        low = min(cal[j] for j in seen)
+        for j in range(rw.PLANS):
+            if j not in seen:
+                cal[j] = low
 
     def _compacted(self, side: str) -> None:
         """``side``'s stored tuples were trimmed (a window join with max_window): its key
@@ -502,9 +482,12 @@ class Dynamic(JoinBase):
                 self._dec[first] += len(key)
             t1 = time.perf_counter()
             self.route_seconds += t1 - t0
+            c1 = time.thread_time()
             res = self._run_ordered(self.choices[first], side, seqs, key, x, t, mode)
             if self.kind == "select" and self.explore_every and len(key) >= self.cal_min:
                 self._calibrate(side, first, time.perf_counter() - t1)
+            elif self.kind == "window":
+                self._calibrate_window(side, first, len(key), time.thread_time() - c1)
             return res
         ch = ch.copy()
         self.last_choice = ch
@@ -515,12 +498,14 @@ class Dynamic(JoinBase):
             if self.kind != "select":
                 self._dec[c] += len(idx)
             sub = (seqs[idx], key[idx], x[idx], t[idx])
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.thread_time()
             q, i, o, cnt = self._run_ordered(self.choices[c], side, *sub, mode)
             dt = time.perf_counter() - t1
             probe += dt
             if self.kind == "select" and self.explore_every and len(idx) >= self.cal_min:
                 self._calibrate(side, c, dt)
+            elif self.kind == "window":
+                self._calibrate_window(side, c, len(idx), time.thread_time() - c1)
             outs.append((q, idx[i], o, cnt))
         res = _merge(outs)
         self.route_seconds += time.perf_counter() - t0 - probe
