@@ -3,7 +3,8 @@ tuples. The stored side is sorted by (key, attr): K int64, X float64, S seqs (th
 S(B, C)); the block of partners of key b is found by two binary searches. Queries are held by
 local index j: Qid[j], other-side range [OLO[j], OHI[j]] (probed with the stored tuple's attr x),
 arriving-side range [MLO[j], MHI[j]] (probed with the arriving attr a).
-Modes: 0 pairs, 1 affected, 2 count (see _join_kernels_band).
+Modes: 0 pairs, 1 affected, 2 count (see _join_kernels_band). Outputs are written into fixed
+arrays (put_range; select.run_fixed reruns on overflow); the kernels return (records, count).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._join_kernels_band import _emit_one, _emit_range, lb
+from ._join_kernels_band import lb
 from ._rtree import stab
 from ._sj_ssi_index import BLK
 
@@ -256,10 +257,10 @@ def sj_join_first(K, X, S, kb, av, root, NB, NC, IB, IQ, Qid, mode, oq, oi, oo):
                 if mode == 1:
                     if seen[j] != i + 1:
                         seen[j] = i + 1
-                        oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                        n = put_one(oq, oi, oo, n, Qid[j], i)
                 else:
-                    oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S, k, k + 1)
-    return oq[:n], oi[:n], oo[:n], cnt
+                    n = put_range(oq, oi, oo, n, Qid[j], i, S, k, k + 1)
+    return n, cnt
 
 
 @numba.njit(cache=True, nogil=True)
@@ -325,10 +326,10 @@ def sj_select_first(K, X, S, kb, av, MLO, mx, size, Qid, OLO, OHI, mode, oq, oi,
                 if mode == 2:
                     cnt += e - s
                 elif mode == 1:
-                    oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                    n = put_one(oq, oi, oo, n, Qid[j], i)
                 else:
-                    oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S, s, e)
-    return oq[:n], oi[:n], oo[:n], cnt
+                    n = put_range(oq, oi, oo, n, Qid[j], i, S, s, e)
+    return n, cnt
 
 
 @numba.njit(cache=True, nogil=True)
@@ -353,10 +354,10 @@ def sj_vanilla(K, X, S, kb, av, MLO, MHI, Qid, OLO, OHI, mode, oq, oi, oo):
                 if mode == 2:
                     cnt += e - s
                 elif mode == 1:
-                    oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                    n = put_one(oq, oi, oo, n, Qid[j], i)
                 else:
-                    oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S, s, e)
-    return oq[:n], oi[:n], oo[:n], cnt
+                    n = put_range(oq, oi, oo, n, Qid[j], i, S, s, e)
+    return n, cnt
 
 
 _ = lb  # re-exported helper

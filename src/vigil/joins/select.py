@@ -100,7 +100,7 @@ class SJJoinFirst(_PerSide):
     def run(self, side, b, key, x, t, mode):
         q, tree = b
         K, X, S, _ = other_index(self.op, side)
-        return ks.sj_join_first(K, X, S, key, x, *tree, q.qid, mode, *kb._out())
+        return run_fixed(ks.sj_join_first, (K, X, S, key, x, *tree, q.qid), mode, self)
 
 
 class SJSelectFirst(_PerSide):
@@ -110,7 +110,7 @@ class SJSelectFirst(_PerSide):
     def run(self, side, b, key, x, t, mode):
         mlo, mx, size, qid, olo, ohi, _ = b
         K, X, S, _ = other_index(self.op, side)
-        return ks.sj_select_first(K, X, S, key, x, mlo, mx, size, qid, olo, ohi, mode, *kb._out())
+        return run_fixed(ks.sj_select_first, (K, X, S, key, x, mlo, mx, size, qid, olo, ohi), mode, self)
 
 
 class SJVanilla(_PerSide):
@@ -119,7 +119,7 @@ class SJVanilla(_PerSide):
 
     def run(self, side, q, key, x, t, mode):
         K, X, S, _ = other_index(self.op, side)
-        return ks.sj_vanilla(K, X, S, key, x, q.mlo, q.mhi, q.qid, q.olo, q.ohi, mode, *kb._out())
+        return run_fixed(ks.sj_vanilla, (K, X, S, key, x, q.mlo, q.mhi, q.qid, q.olo, q.ohi), mode, self)
 
 
 def run_fixed(kernel, args, mode, plan):
@@ -227,5 +227,5 @@ class SJHotspot(_PerSide):
         if sel is None:
             return q1, i1, o1, c1
         mlo, mx, size, qid, olo, ohi, _ = sel
-        q2, i2, o2, c2 = ks.sj_select_first(K, X, S, key, x, mlo, mx, size, qid, olo, ohi, mode, *kb._out())
+        q2, i2, o2, c2 = run_fixed(ks.sj_select_first, (K, X, S, key, x, mlo, mx, size, qid, olo, ohi), mode, self)
         return np.concatenate([q1, q2]), np.concatenate([i1, i2]), np.concatenate([o1, o2]), c1 + c2
