@@ -7,7 +7,8 @@ d = b' - r.B); d is nondecreasing in k (float rounding is monotone), so every ra
 binary search on d. A query j matches tuple k when lo_j <= d <= hi_j.
 
 Output (modes 0 pairs / 1 affected / 2 count): arrays (qid, arriving index, stored seq or -1)
-grown by doubling, and the number of result pairs (mode 2 counts without materialising).
+written in place (put_range; run_fixed reruns with room on overflow), and the number of result
+pairs (mode 2 counts without materialising); the kernels return (records, count).
 """
 
 from __future__ import annotations
@@ -77,8 +78,50 @@ def _emit_one(oq, oi, oo, n, qid, i):
     return oq, oi, oo, n + 1
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def put_range(oq, oi, oo, n, qid, i, KS, a, b):
+    """Write (qid, i, KS[k]) for k in [a, b) at n while the arrays have room; returns n + b - a
+    (records beyond the capacity are counted, not written: the caller reruns with room). No
+    array is reassigned inside the kernels' loops (numba refcounts a reassigned array at every
+    loop iteration, which cost SJ-SSI more than its whole probe)."""
+    for k in range(a, b):
+        if n < len(oq):
+            oq[n] = qid
+            oi[n] = i
+            oo[n] = KS[k]
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def put_one(oq, oi, oo, n, qid, i):
+    if n < len(oq):
+        oq[n] = qid
+        oi[n] = i
+        oo[n] = -1
+    return n + 1
+
+
+
+
 def _out():
     return np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
+
+
+def run_fixed(kernel, args, mode, plan):
+    """Call a kernel that writes into fixed output arrays (put_range) and returns (records,
+    count); rerun once with exact room if they overflowed. ``plan.cap`` remembers the size."""
+    if mode == 2:
+        z = np.empty(0, np.int64)
+        return z, z, z, kernel(*args, mode, z, z, z)[1]
+    cap = getattr(plan, "cap", 256)
+    while True:
+        oq, oi, oo = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+        n, cnt = kernel(*args, mode, oq, oi, oo)
+        if n <= cap:
+            plan.cap = max(256, min(cap, 2 * n))
+            return oq[:n], oi[:n], oo[:n], cnt
+        cap = n
 
 
 @numba.njit(cache=True, nogil=True)
@@ -92,8 +135,9 @@ def bj_ssi(K, KS, cs, P, off, L_lo, L_id, R_hi, R_id, mode, oq, oi, oo):
     cnt = 0
     for i in range(len(cs)):
         c = cs[i]
+        pos = 0
         for g in range(len(P)):
-            pos = lb(K, c, P[g], 0, m)
+            pos = lb(K, c, P[g], pos, m)  # points ascending: positions move right
             if pos < m:
                 d2 = K[pos] + c
                 for j in range(off[g], off[g + 1]):
@@ -104,9 +148,9 @@ def bj_ssi(K, KS, cs, P, off, L_lo, L_id, R_hi, R_id, mode, oq, oi, oo):
                     if mode == 2:
                         cnt += e - pos
                     elif mode == 1:
-                        oq, oi, oo, n = _emit_one(oq, oi, oo, n, R_id[j], i)
+                        n = put_one(oq, oi, oo, n, R_id[j], i)
                     else:
-                        oq, oi, oo, n = _emit_range(oq, oi, oo, n, R_id[j], i, KS, pos, e)
+                        n = put_range(oq, oi, oo, n, R_id[j], i, KS, pos, e)
             if pos > 0:
                 d1 = K[pos - 1] + c
                 for j in range(off[g], off[g + 1]):
@@ -117,10 +161,10 @@ def bj_ssi(K, KS, cs, P, off, L_lo, L_id, R_hi, R_id, mode, oq, oi, oo):
                     if mode == 2:
                         cnt += pos - s
                     elif mode == 1:
-                        oq, oi, oo, n = _emit_one(oq, oi, oo, n, L_id[j], i)
+                        n = put_one(oq, oi, oo, n, L_id[j], i)
                     else:
-                        oq, oi, oo, n = _emit_range(oq, oi, oo, n, L_id[j], i, KS, s, pos)
-    return oq[:n], oi[:n], oo[:n], cnt
+                        n = put_range(oq, oi, oo, n, L_id[j], i, KS, s, pos)
+    return n, cnt
 
 
 @numba.njit(cache=True, nogil=True)
@@ -139,10 +183,10 @@ def bj_qouter(K, KS, cs, Qlo, Qhi, Qid, mode, oq, oi, oo):
                 if mode == 2:
                     cnt += b - a
                 elif mode == 1:
-                    oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                    n = put_one(oq, oi, oo, n, Qid[j], i)
                 else:
-                    oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, KS, a, b)
-    return oq[:n], oi[:n], oo[:n], cnt
+                    n = put_range(oq, oi, oo, n, Qid[j], i, KS, a, b)
+    return n, cnt
 
 
 @numba.njit(cache=True, nogil=True)
@@ -166,10 +210,10 @@ def bj_mj(K, KS, cs, Qlo, Qhi, Qid, mode, oq, oi, oo):
                 if mode == 2:
                     cnt += b - p
                 elif mode == 1:
-                    oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                    n = put_one(oq, oi, oo, n, Qid[j], i)
                 else:
-                    oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, KS, p, b)
-    return oq[:n], oi[:n], oo[:n], cnt
+                    n = put_range(oq, oi, oo, n, Qid[j], i, KS, p, b)
+    return n, cnt
 
 
 @numba.njit(cache=True, nogil=True)
@@ -223,11 +267,11 @@ def bj_douter(K, KS, cs, Qlo, Qid, mx, size, mode, oq, oi, oo):
                     elif mode == 1:
                         if not hit_any[j]:
                             hit_any[j] = True
-                            oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                            n = put_one(oq, oi, oo, n, Qid[j], i)
                     else:
-                        oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, KS, k, k + 1)
+                        n = put_range(oq, oi, oo, n, Qid[j], i, KS, k, k + 1)
                 else:
                     stack[top] = 2 * v
                     stack[top + 1] = 2 * v + 1
                     top += 2
-    return oq[:n], oi[:n], oo[:n], cnt
+    return n, cnt

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._join_kernels_band import lb
+from ._join_kernels_band import lb, put_one, put_range
 from ._rtree import stab
 from ._sj_ssi_index import BLK
 
@@ -103,30 +103,6 @@ def gallop_lb_back(X, v, a, b):
 def _ok(NA, u, a, hr, q2, hl, q1):
     """node u may hold a member with MHI >= a and (OHI >= q2 or OLO <= q1)"""
     return NA[u, 0] >= a and ((hr and NA[u, 1] >= q2) or (hl and NA[u, 2] <= q1))
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def put_range(oq, oi, oo, n, qid, i, KS, a, b):
-    """Write (qid, i, KS[k]) for k in [a, b) at n while the arrays have room; returns n + b - a
-    (records beyond the capacity are counted, not written: the caller reruns with room). No
-    array is reassigned inside the kernels' loops (numba refcounts a reassigned array at every
-    loop iteration, which cost SJ-SSI more than its whole probe)."""
-    for k in range(a, b):
-        if n < len(oq):
-            oq[n] = qid
-            oi[n] = i
-            oo[n] = KS[k]
-        n += 1
-    return n
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def put_one(oq, oi, oo, n, qid, i):
-    if n < len(oq):
-        oq[n] = qid
-        oi[n] = i
-        oo[n] = -1
-    return n + 1
 
 
 @numba.njit(cache=True, nogil=True)

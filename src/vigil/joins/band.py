@@ -38,14 +38,16 @@ def _stored(op, side):
 
 
 def _run(op, side, key, fn, *args):
+    """``args`` end with the mode; outputs through kb.run_fixed (room remembered on the op)."""
     K, KS, sign = _stored(op, side)
     cs = np.ascontiguousarray(sign * key, np.float64)
     ok = np.isfinite(cs)
+    *args, mode = args
     if not ok.all():  # non-finite keys never join
         idx = np.flatnonzero(ok)
-        q, i, o, cnt = fn(K, KS, cs[idx], *args, *kb._out())
+        q, i, o, cnt = kb.run_fixed(fn, (K, KS, cs[idx], *args), mode, op)
         return q, idx[i], o, cnt
-    return fn(K, KS, cs, *args, *kb._out())
+    return kb.run_fixed(fn, (K, KS, cs, *args), mode, op)
 
 
 def _group_arrays(points: dict[int, float], group_of: dict[int, int], lohi: dict[int, tuple]) -> tuple:

@@ -26,6 +26,7 @@ import numpy as np
 from . import _join_kernels_band as kb
 from . import _join_kernels_select as ks
 from . import hotspot
+from ._join_kernels_band import run_fixed
 from ._rtree import build_forest
 from ._sj_ssi_index import SSIIndex
 from .hotspot import HotspotTracker
@@ -120,22 +121,6 @@ class SJVanilla(_PerSide):
     def run(self, side, q, key, x, t, mode):
         K, X, S, _ = other_index(self.op, side)
         return run_fixed(ks.sj_vanilla, (K, X, S, key, x, q.mlo, q.mhi, q.qid, q.olo, q.ohi), mode, self)
-
-
-def run_fixed(kernel, args, mode, plan):
-    """Call a kernel that writes into fixed output arrays (put_range) and returns (records,
-    count); rerun once with exact room if they overflowed. ``plan.cap`` remembers the size."""
-    if mode == 2:
-        z = np.empty(0, np.int64)
-        return z, z, z, kernel(*args, mode, z, z, z)[1]
-    cap = getattr(plan, "cap", 256)
-    while True:
-        oq, oi, oo = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
-        n, cnt = kernel(*args, mode, oq, oi, oo)
-        if n <= cap:
-            plan.cap = max(256, min(cap, 2 * n))
-            return oq[:n], oi[:n], oo[:n], cnt
-        cap = n
 
 
 def _rows_of(op, side):
