@@ -3,14 +3,14 @@ arriving tuple.
 Written by ``vigil.bench.joins_dynamic.ship(FILE)`` from the JSON of ``vigil bench joins --fit``; see docs/experiments/joins.md for
 the run that produced them (machine, grid, confidence intervals).
 
-Shipped from: fit2.json (config {'select': 'fit.npz rows (sizes [10000, 20000, 30000, 40000, 50000]) + a select-only run with sizes [1000, 5000, 10000, 30000, 50000], per_point 150, seed 0', 'window_band': {'scale': 0.1, 'sizes': [10000, 20000, 30000, 40000, 50000], 'per_point': 150, 'seed': 0}})."""
+Shipped from: fit_batch.json (config {'scale': 0.1, 'sizes': [1000, 5000, 10000, 30000, 50000], 'batch': 1000, 'seed': 0, 'distributions': 9}): the select models, fitted on batch times (run_batch_fit). Window and band models: unchanged, from fit2.json's window/band rows (the 13:52 UTC per-tuple fit)."""
 
 PARAMS = {
     'select': {
-        'join_first': {'alpha_J': 0, 'delta_J': 0.000107051, 'gamma_J': 0.0127355, 'eta_J': 0.000273527},
-        'select_first': {'alpha_S': 0, 'beta_S': 0.364156, 'gamma_S': 0.00403139},
-        'vanilla': {'alpha_V': 0, 'gamma_V': 0, 'eta_V': 0.00629677, 'beta_V': 0.00145983},
-        'hotspot': {'alpha_H': 0, 'beta_H': 0, 'gamma_H': 0.142171, 'delta_H': 0, 'eta_H': 0.000654503, 'zeta_H': 0.00302866},
+        'join_first': {'alpha_J': 0, 'delta_J': 0.000146689, 'gamma_J': 0.0124753, 'eta_J': 0.000458491},
+        'select_first': {'alpha_S': 0, 'beta_S': 0, 'gamma_S': 0.00343506},
+        'vanilla': {'alpha_V': 0, 'gamma_V': 0, 'eta_V': 0.00636202, 'beta_V': 0.000886596},
+        'hotspot': {'alpha_H': 0, 'beta_H': 0, 'gamma_H': 0, 'delta_H': 0, 'eta_H': 0.000309799, 'zeta_H': 0.000838777},
     },
     'window': {
         'join_first': {'alpha_J': 0.0240832, 'delta_J': 0.000218209},
