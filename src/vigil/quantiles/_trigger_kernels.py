@@ -478,9 +478,11 @@ def _any_expired(heap, cdead, size, n):
 @numba.njit(cache=True, nogil=True)
 def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep, lazy, nlive, ca, cb, cval, cdead, cforce,
             cat, ckey, sdead, heap, hpos, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, out_q, out_off, out_val,
-            out_prev, pre, pf, pt):
+            out_prev, pre, pf, pt, cqk):
     """Insert ``xs`` (see module doc; a chunk that is one whole merge period is taken sorted from
-    ``pre``, see :func:`._gk_kernels.period_chunk`). Returns (elements consumed, summary arrays swapped?).
+    ``pre``, see :func:`._gk_kernels.period_chunk`; cluster mode tries :func:`_fire_quick` on a
+    cluster when ``cqk`` says its last re-evaluation kept its value, as a fire that changed it
+    usually is followed by another change). Returns (elements consumed, summary arrays swapped?).
     Stops early when the summary or the output arrays lack room (the caller grows them and calls
     again with the rest). The heap is keyed by ``ckey`` (a cluster's own deadline or its members')."""
     m = meta[M_M]
@@ -521,13 +523,15 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
         if defer:
             while ckey[heap[0]] < n:
                 cl = heap[0]
-                if not _fire_quick(cl, v, lo, hi, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, meta, xs,
-                                   p0, p, n):
+                if not (cqk[cl] and _fire_quick(cl, v, lo, hi, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
+                                                meta, xs, p0, p, n)):
                     if p0 < p:  # the full re-evaluation needs the summary at n
                         m = _flush(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
                         p0 = p
+                    u = cval[cl]
                     _fire_cl(cl, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, off, out,
                              meta, n)
+                    cqk[cl] = cval[cl] == u
                 sift_down(heap, hpos, ckey, 0, size)
         elif mode == 0:
             while size > 0 and ckey[heap[0]] < n:
@@ -556,10 +560,12 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                 if cat[cl] == n:
                     break
                 if defer:
-                    if not _fire_quick(cl, v, lo, hi, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, meta,
-                                       xs, p, p, nb):
+                    if not (cqk[cl] and _fire_quick(cl, v, lo, hi, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey,
+                                                    sdead, meta, xs, p, p, nb)):
+                        u = cval[cl]
                         _fire_cl(cl, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, off,
                                  out, meta, nb)
+                        cqk[cl] = cval[cl] == u
                     sift_down(heap, hpos, ckey, 0, size)
                     continue
                 glob = mode == 1 and cdead[cl] < nb

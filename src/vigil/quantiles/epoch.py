@@ -80,7 +80,7 @@ def _grow_empty(a: np.ndarray, k: int, cap: int) -> np.ndarray:
 _CL = {"ca": (np.float64, 0.0), "cb": (np.float64, 0.0), "cval": (np.float64, np.nan),
        "cdead": (np.int64, 0), "cforce": (np.bool_, False), "cat": (np.int64, -1), "hpos": (np.int64, -1), "heap": (np.int64, -1),
        "head": (np.int64, -1), "tail": (np.int64, -1), "ckey": (np.int64, 0), "sdead": (np.int64, int(T.INF_DEADLINE)),
-       "cnum": (np.int64, -1)}
+       "cnum": (np.int64, -1), "cqk": (np.bool_, False)}
 _SL = {"slot_qid": (np.int64, -1), "nxt": (np.int64, -1), "prv": (np.int64, -1), "qlast": (np.float64, np.nan),
        "qa": (np.float64, 0.0), "qb": (np.float64, 1.0), "qdead": (np.int64, -1), "qclu": (np.int64, -1)}
 
@@ -173,7 +173,7 @@ class Epoch:
         self.cnum[c] = num
         self.ca[c], self.cb[c] = self.clus.a[c], self.clus.b[c]
         self.cval[c] = np.nan
-        self.cforce[c] = False
+        self.cforce[c] = self.cqk[c] = False
         self.cdead[c] = self.ckey[c] = self.n
         self.sdead[c] = T.INF_DEADLINE
         self.head[c] = self.tail[c] = -1
@@ -357,7 +357,8 @@ class Epoch:
                                       self.ca, self.cb, self.cval, self.cdead, self.cforce, self.cat, self.ckey,
                                       self.sdead, self.heap, self.hpos, self.head, self.tail, self.nxt, self.prv,
                                       self.slot_qid, self.qa,
-                                      self.qb, self.qlast, self.qdead, oq, oo, ov_, op_, pre[p:], pf - p, pt - p)
+                                      self.qb, self.qlast, self.qdead, oq, oo, ov_, op_, pre[p:], pf - p, pt - p,
+                                      self.cqk)
             if swapped:
                 self.v, self.ov = self.ov, self.v
                 self.lo, self.olo = self.olo, self.lo
