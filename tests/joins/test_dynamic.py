@@ -255,7 +255,8 @@ def test_partnerless_one_tuple_calls_and_ordered_sub_batches(output):
 
     rng = np.random.default_rng(5)
     cls = type("Ordered", (dynamic.Dynamic,), {"margin_abs": 0.0, "margin_rel": 0.0, "split_us": 0.0,
-                                               "order_min": 1})
+                                               "order_min": 1,
+                                               "order_plans": tuple(dynamic.PLANS["select"])})
     op, ora = cls("select", output), JoinOracle("select", "pairs" if output == "count" else output)
     pairs = 0
     for i in range(60):

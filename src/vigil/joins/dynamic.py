@@ -97,6 +97,9 @@ class Dynamic(JoinBase):
     skip_partnerless: ClassVar[bool] = True
     window_calibrate: ClassVar[bool] = True  # window joins: plans' factors from measured sub-batches
     order_min: ClassVar[int] = 64
+    # ... for these plans only: SJ-Hotspot orders its batch itself since 1ac086d (R.A order measured
+    # 0.997-1.014x on it, i.e. only the sort's cost), SelectFirst / Vanilla not measured
+    order_plans: ClassVar[tuple[str, ...]] = ("join_first",)
     explore_every: ClassVar[int] = 0
     explore_min: ClassVar[int] = 256
     cal_min: ClassVar[int] = 64
@@ -402,12 +405,12 @@ class Dynamic(JoinBase):
         return _merge(outs)
 
     def _run_ordered(self, c, side, seqs, key, x, t, mode):
-        """Select joins, routed sub-batches of >= ``order_min`` tuples: the plan probes them in
-        the order of their range value x (R.A), so that consecutive tuples walk the same parts
-        of the query index (measured on fig12, 20k-50k queries, batch 1,000: SJ-JoinFirst
-        1.08-1.14x faster, SJ-Hotspot 1.09-1.15x; by key: 1.05x); the output's tuple indexes are
-        mapped back (the protocol's order is restored by the caller). O(n log n) per batch."""
-        if self.kind != "select" or len(key) < self.order_min:
+        """Select joins, routed sub-batches of >= ``order_min`` tuples for a plan in ``order_plans``
+        (SJ-JoinFirst): the plan probes them in the order of their range value x (R.A), so that
+        consecutive tuples walk the same parts of the query index (measured on fig12, 10k-50k
+        queries, batch 1,000: SJ-JoinFirst 1.06-1.26x faster; by key: 1.05x); the output's tuple
+        indexes are mapped back (the protocol's order is restored by the caller). O(n log n)."""
+        if self.kind != "select" or len(key) < self.order_min or c not in self.order_plans:
             return self._run(c, side, seqs, key, x, t, mode)
         p = np.argsort(x)
         q, i, o, cnt = self._run(c, side, seqs[p], key[p], x[p], t[p], mode)
