@@ -140,3 +140,21 @@ def test_compaction_and_in_place_rewrites_happen():
     keys, av = np.zeros(3, np.int64), np.array([100.0, 3.0, 60.0])
     want = brute(K, X, S, keys, av, alive)
     assert len(want) == 2 * (5 + 6) and probe(ix, K, X, S, keys, av, 0) == want
+
+
+def test_row_store_dense_then_sparse():
+    from vigil.joins.select import _RowStore
+
+    st_ = _RowStore()
+    want = {}
+    for q in [3, 0, 7, 10**9, 5, -4, 2**40]:  # 10**9 switches to slots
+        want[q] = (q, q + 1.0, q + 2.0, q + 3.0, np.inf)
+        st_.add(q, want[q])
+    st_.remove(7)
+    del want[7]
+    st_.add(11, (11, 12.0, 13.0, 14.0, np.inf))
+    want[11] = (11, 12.0, 13.0, 14.0, np.inf)
+    assert not st_.dense
+    q = np.array(sorted(want), np.int64)
+    got = st_.rows_of("left")(q)  # (other lo, other hi, mine lo, mine hi) = cols 2, 3, 0, 1
+    assert np.array_equal(got, np.array([[want[i][c] for c in (2, 3, 0, 1)] for i in q.tolist()]))

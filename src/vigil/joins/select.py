@@ -134,11 +134,61 @@ def _rows_of(op, side):
     return rows
 
 
-def ssi_index(op, side, points: dict, groups: dict) -> SSIIndex:
+def ssi_index(op, side, points: dict, groups: dict, rows_of=None) -> SSIIndex:
     """A fresh SJ-SSI index of ``groups`` (group -> member qids) stabbed at ``points``."""
     ix = SSIIndex()
-    ix.update(points, groups, set(groups), _rows_of(op, side))
+    ix.update(points, groups, set(groups), rows_of or _rows_of(op, side))
     return ix
+
+
+class _RowStore:
+    """The alive queries' rows in one float64 array, so that an index rewrite gathers a group's
+    rows with one fancy index instead of a Python row per member. Dense while the qids are
+    small non-negative ints (row = qid: no lookup at all), else qid -> slot (freed slots
+    reused)."""
+
+    def __init__(self) -> None:
+        self.slot: dict[int, int] = {}
+        self.rows = np.empty((64, 5))
+        self.dense = True
+        self.free: list[int] = []
+        self.n = 0
+
+    def _room(self, s: int) -> None:
+        if s >= len(self.rows):
+            r = np.empty((max(s + 1, 2 * len(self.rows)), 5))
+            r[: len(self.rows)] = self.rows
+            self.rows = r
+
+    def add(self, qid, row) -> None:
+        if self.dense and not 0 <= qid < 8 * (len(self.slot) + 1024):
+            self.dense = False  # dense slots stay valid; new ones go past them
+            self.n = len(self.rows)
+        if self.dense:
+            s = qid
+        elif self.free:
+            s = self.free.pop()
+        else:
+            s = self.n
+            self.n += 1
+        self._room(s)
+        self.rows[s] = row
+        self.slot[qid] = s
+
+    def remove(self, qid) -> None:
+        s = self.slot.pop(qid)
+        if not self.dense:
+            self.free.append(s)
+
+    def rows_of(self, side):
+        cols = list(COLS[side][:4])
+        get = self.slot.__getitem__
+
+        def rows(qids):
+            idx = qids if self.dense else np.fromiter(map(get, qids.tolist()), np.int64, len(qids))
+            return self.rows[idx][:, cols]
+
+        return rows
 
 
 class SJSSI(_PerSide):
@@ -150,13 +200,16 @@ class SJSSI(_PerSide):
         super().__init__(op)
         self.part = {"left": make_partition(partition, eps), "right": make_partition(partition, eps)}  # App. A.1 / A.2
         self.stale: set[str] = set()
+        self.store = _RowStore()
 
     def add(self, qid, row):
+        self.store.add(qid, row)
         for side, p in self.part.items():
             ol, oh = COLS[side][:2]
             p.insert(qid, row[ol], row[oh])
 
     def remove(self, qid, row):
+        self.store.remove(qid)
         for p in self.part.values():
             p.delete(qid)
 
@@ -167,14 +220,14 @@ class SJSSI(_PerSide):
     def probe(self, side, seqs, key, x, t, mode):
         if side in self.stale and side in self.built:
             p = self.part[side]
-            self.built[side].update(p.point, p.groups, p.drain_dirty(), _rows_of(self.op, side))
+            self.built[side].update(p.point, p.groups, p.drain_dirty(), self.store.rows_of(side))
         self.stale.discard(side)
         return super().probe(side, seqs, key, x, t, mode)
 
     def build(self, side):
         p = self.part[side]
         p.drain_dirty()
-        return ssi_index(self.op, side, p.point, p.groups)
+        return ssi_index(self.op, side, p.point, p.groups, self.store.rows_of(side))
 
     def run(self, side, ix, key, x, t, mode):
         K, X, S, _ = other_index(self.op, side)
