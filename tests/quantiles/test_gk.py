@@ -115,3 +115,29 @@ def test_merge_inplace_equals_merge_sorted(order):
         if rng.random() < 0.2:
             m = K.compress(v, lo, hi, pin, m, n, 0.01)
             mi = K.compress(w, wlo, whi, wpin, mi, n, 0.01)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_presorted_periods_give_the_chunked_summary(order):
+    """GKSummary.insert (whole merge periods sorted by one numpy call, gk.presort, merged in one
+    kernel) gives exactly the summary of inserting each period's chunk sorted on its own and
+    compressing at every period end, whatever the batch sizes."""
+    from vigil.quantiles import _gk_kernels as K
+
+    rng = np.random.default_rng(11)
+    x = make(order, 5000, rng)
+    eps = 0.01
+    g = GKSummary(eps)
+    p = 0
+    while p < len(x):
+        c = int(rng.choice([1, 7, 49, 50, 51, 333, 1200]))
+        g.insert(x[p:p + c])
+        p += c
+    ref = GKSummary(eps)
+    for a in range(0, len(x), ref.period):
+        ref.insert_chunk(np.sort(x[a:a + ref.period]))
+        if ref.n % ref.period == 0:
+            ref.m = K.compress(ref.v, ref.lo, ref.hi, ref.pin, ref.m, ref.n, eps)
+    assert (g.n, g.m) == (ref.n, ref.m)
+    for a, b in zip(g.tuples(), ref.tuples(), strict=True):
+        assert np.array_equal(a, b)
