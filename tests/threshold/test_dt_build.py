@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vigil.threshold import _kernels as K
-from vigil.threshold.dt import _local_order
+from vigil.threshold._dt_order import local_order as _local_order
 
 
 @settings(max_examples=60, deadline=None)

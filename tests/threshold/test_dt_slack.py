@@ -100,3 +100,34 @@ def test_signal_events_per_round_bounded():
     s = op.stats
     assert s["rounds"] > 100 and s["matured"] > 10
     assert s["signals"] <= (1 + SHARE) * hmax * (s["rounds"] + m) + DIRECT * hmax * s["direct"]
+
+
+def test_first_round_split_by_sample():
+    """A structure built after elements were pushed splits its first round by the counts of the
+    recent elements (uneven shares at once); one built before any push splits evenly."""
+    rng = np.random.default_rng(9)
+    m = 300
+    lo = rng.integers(0, 300, (m, 1)).astype(float)
+    hi = lo + rng.integers(50, 200, (m, 1))
+    tau = np.full(m, 10**9)
+    op, ref = DT(1), ThresholdOracle(1)
+    for o in (op, ref):
+        o.register(np.arange(m // 2), lo[: m // 2], hi[: m // 2], tau[: m // 2])
+    t = op._trees[-1]
+    assert ((t.tt[t.qn[:, 1], 1] & _LO32) == SHARE).all()
+    pts = _skewed_points(rng, 3000, 1, 100)
+    w = np.ones(3000, dtype=np.int64)
+    for o in (op, ref):
+        o.push(pts, w)
+        o.register(np.arange(m // 2, m), lo[m // 2 :], hi[m // 2 :], tau[m // 2 :])  # merges: a new build
+    t = op._trees[-1]
+    assert t.n_built == m
+    assert ((t.tt[t.qn[:, 1], 1] & _LO32) != SHARE).any()
+    _check_shares(op)
+    pts = _skewed_points(rng, 3000, 1, 100)
+    got, exp = op.push(pts, w), ref.push(pts, w)
+    assert np.array_equal(got[0], exp[0]) and np.array_equal(got[1], exp[1])
+    q1, _, _, r1 = op.remaining()
+    q2, _, _, r2 = ref.remaining()
+    o = np.argsort(q1)
+    assert np.array_equal(q1[o], q2) and np.array_equal(r1[o], r2)

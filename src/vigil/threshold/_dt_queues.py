@@ -50,15 +50,20 @@ def _group_argmin(tt, c0, c1):
 
 
 @nb.njit(cache=True, nogil=True)
-def heap_layout(NR, moff, mm, gorder, tL, tH, tbase):
+def heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0):
     """Last dimension: count the canonical nodes of every membership (tree by tree), give every
     query its query-major entry range ``[poff[q], poff[q+1])`` (membership e starts at
     ``mm[e, 3]``), and lay out the per-node priority queues H(u) in one pool:
     ``NR[u, 3] = offset << 32 | size`` (size = number of queries having u canonical).
-    Returns ``(poff, slots)``."""
+    With ``sq`` non-empty (``sq[u - row0]`` = sqrt of the count of a sample of elements in the
+    region of last-dimension node u, see ``dt.py``), also ``Z[q] = sum over q's canonical nodes u
+    of sq(u)`` (the normaliser of the first round's split by rate, :func:`build_heaps`).
+    Returns ``(poff, slots, Z)``."""
     R = NR.shape[0]
     k = moff.shape[0] - 1
     cnt = np.zeros(R, np.int64)
+    sampled = sq.shape[0] > 0
+    Z = np.zeros(k if sampled else 0, np.float64)
     out = np.empty(140, np.int64)
     for x in range(gorder.shape[0]):
         e = gorder[x]
@@ -67,6 +72,10 @@ def heap_layout(NR, moff, mm, gorder, tL, tH, tbase):
         mm[e, 3] = n
         for y in range(n):
             cnt[out[y]] += 1
+        if sampled:
+            q = mm[e, 2] & _LO32
+            for y in range(n):
+                Z[q] += sq[out[y] - row0]
     poff = np.empty(k + 1, np.int64)
     tot = 0
     for q in range(k):
@@ -82,16 +91,19 @@ def heap_layout(NR, moff, mm, gorder, tL, tH, tbase):
         NR[r, 3] = (s << 32) | n
         if n > 0:
             s += _region(n)
-    return poff, s
+    return poff, s, Z
 
 
 @nb.njit(cache=True, nogil=True)
-def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
+def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr, Z, sq, row0):
     """Fill the priority queues laid out by :func:`heap_layout` (``tt``, ``qn``, ``qr`` allocated
     by the caller: int64[slots, 2], int32[E, 2], zeroed int64[k+1, 4]) and start one
     distributed-tracking instance per query (§3.2/§7: if ``tau > DIRECT h``, slack unit
     ``floor(tau / (2 (1 + SHARE) h))`` and every participant's share SHARE (no rates known yet:
-    the paper's equal split), direct mode otherwise); all counters are 0. O(E) time (tree by
+    the paper's equal split), direct mode otherwise); all counters are 0. If ``Z`` is given
+    (:func:`heap_layout` with a sample's counts), the first round is already split by rate as
+    later ones are (``_dt_push``): shares ~ SHARE h sq(u) / Z[q], the remainder to the busiest
+    node. O(E) time (tree by
     tree, then bottom-up tournaments)."""
     R = NR.shape[0]
     k = rem.shape[0]
@@ -108,22 +120,46 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr):
     for r in range(R):
         cnt[r] = NR[r, 3] >> 32
     out = np.empty(140, np.int64)
+    sampled = Z.shape[0] > 0
+    used = np.zeros(k if sampled else 0, np.int64)
+    bslot = np.full(k if sampled else 0, -1, np.int64)
+    bcnt = np.full(k if sampled else 0, -1.0, np.float32)
     for x in range(gorder.shape[0]):
         e = gorder[x]
         gq = mm[e, 2]
         g = gq >> 32
         q = gq & _LO32
-        key = (1 + SHARE) * qr[q, 1] if qr[q, 1] > 0 else 1  # first round: every weight share 1
+        lam = qr[q, 1]
+        key = (1 + SHARE) * lam if lam > 0 else 1  # no rates known: every share SHARE
+        split = sampled and lam > 0 and Z[q] > 0.0
+        f = SHARE * (poff[q + 1] - poff[q]) / Z[q] if split else 0.0
         n = _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
         j = mm[e, 3]
         for y in range(n):
             r = out[y]
             slot = cnt[r]
             cnt[r] = slot + 1
-            tt[slot, 0] = key
-            tt[slot, 1] = (q << 32) | SHARE
+            if split:
+                c = sq[r - row0]
+                mu = max(0, min(np.int64(f * c), SHARE * (poff[q + 1] - poff[q]) - used[q]))
+                used[q] += mu
+                if c > bcnt[q]:
+                    bcnt[q] = c
+                    bslot[q] = slot
+                tt[slot, 0] = lam * (1 + mu)
+                tt[slot, 1] = (q << 32) | mu
+            else:
+                tt[slot, 0] = key
+                tt[slot, 1] = (q << 32) | SHARE
             qn[j + y, 0] = r
             qn[j + y, 1] = slot
+    if sampled:
+        for q in range(k):
+            slot = bslot[q]
+            if slot >= 0:  # the remainder of the shares to the busiest node
+                mu = (tt[slot, 1] & _LO32) + SHARE * (poff[q + 1] - poff[q]) - used[q]
+                tt[slot, 0] = qr[q, 1] * (1 + mu)
+                tt[slot, 1] = (q << 32) | mu
     for r in range(R):
         n = NR[r, 3] & _LO32
         if n == 0:

@@ -29,8 +29,10 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   the reported units, ~tau/2, so O(log tau) rounds; every signal reports >= 1 unit, so <=
   (1 + SHARE) h signals per round: O(h log tau) in all, as in the paper). The element at
   which W first reaches tau always ends a round or is seen in direct mode, so the maturity
-  offset is exact. (Equal slacks, the paper's split, gave 27.0M signals on fig3 1D at m = 1M;
-  this split 17.8M.)
+  offset is exact. A new structure has no counts yet: its first round is split by the counts of
+  the last ``SAMPLE`` elements pushed, run through its trees at build (``_Structure``); equal
+  shares without a sample. (fig3 1D, m = 1M: 27.0M signals with the paper's equal slacks, 17.8M
+  split by rate, 11.2M with the sampled first round.)
 * §4 heaps. Each node u keeps a priority queue H(u) of sigma_q(u) = lambda_q + c-bar_q(u) over
   the queries having u in U_q, laid out at build time in one flat pool (canonical sets are
   fixed); its minimum is cached next to the counter, so a counter change inspects one key and
@@ -87,6 +89,7 @@ import numpy as np
 
 from . import ThresholdOperator
 from . import _kernels as K
+from ._dt_order import local_order as _local_order
 from ._limits import weight_cuts
 
 #: elements processed per kernel call inside one push; rebuild conditions are checked between
@@ -146,26 +149,11 @@ def _take(pool: list[np.ndarray] | None, shape: tuple[int, ...], dtype) -> np.nd
     return np.empty(shape, dtype=dtype)
 
 
-def _local_order(qids: np.ndarray, k0: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
-    """(perm, qperm): ``perm`` sorts the (distinct) ``qids`` by (``k0``, qid), i.e.
-    ``np.lexsort((qids, k0))``, or None if they already are (a rebuild exports its queries in
-    this order); ``qperm`` is the argsort of the permuted qids. Cheaper than lexsort when the
-    qids (a fresh batch) or the whole input (a rebuild) are already sorted."""
-    n = qids.shape[0]
-    if n < 2:
-        return None, np.arange(n)
-    dq = qids[1:] > qids[:-1]
-    up = k0[1:] >= k0[:-1]
-    if up.all() and ((k0[1:] > k0[:-1]) | dq).all():
-        return None, (np.arange(n) if dq.all() else np.argsort(qids))
-    if dq.all():
-        perm = np.argsort(k0, kind="stable")
-        qperm = np.empty(n, dtype=np.int64)
-        qperm[perm] = np.arange(n)  # sorted qids permuted by perm: the inverse sorts them back
-        return perm, qperm
-    p1 = np.argsort(qids)
-    perm = p1[np.argsort(k0[p1], kind="stable")]
-    return perm, np.argsort(qids[perm])
+#: elements remembered for the rate estimate of a new structure's first round
+SAMPLE = 4096
+#: the tracking arrays of ``push_dt``, unused by its counter-only pass
+_NO_TRACKING = (np.zeros((1, 2), np.int64), np.zeros((1, 2), np.int32), np.zeros((2, 4), np.int64),
+                np.zeros(1, np.uint8), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(8, np.int64))
 
 
 def _owner(a: np.ndarray) -> np.ndarray:
@@ -204,7 +192,8 @@ class _Structure:
     )
 
     def __init__(self, qids: np.ndarray, klo: np.ndarray, khi: np.ndarray, rem: np.ndarray,
-                 pool: list[np.ndarray] | None = None) -> None:
+                 pool: list[np.ndarray] | None = None,
+                 sample: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         k, d = klo.shape
         perm, qperm = _local_order(qids, klo[:, 0])
         if perm is not None:
@@ -248,8 +237,14 @@ class _Structure:
         self.tL = np.concatenate(tl)
         self.tH = np.concatenate(th)
         self.tdim = np.concatenate(td)
+        # rates for the first round's slack split: the counts of a sample of recent elements
+        sq = np.empty(0, np.float32)
+        if sample is not None and sample[1].shape[0] > 0:
+            K.push_dt(sample[0], sample[1], NR, self.tbase, self.tL, self.tH, self.tdim, *_NO_TRACKING, True)
+            sq = np.sqrt(NR[row0:, 1], dtype=np.float32)  # sqrt(rate) of each last-dimension node
+            NR[row0:, 1] = 0  # counters start at 0
         # the last dimension's entries are laid out and written tree by tree (locality)
-        poff, slots = K.heap_layout(NR, moff, mm, gorder, tL, tH, tbase)
+        poff, slots, Z = K.heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0)
         E = int(poff[-1])
         if NR.shape[0] >= 2**31 or slots >= 2**31:
             raise MemoryError("DT structure too large for 32-bit entry indices")
@@ -257,7 +252,7 @@ class _Structure:
         self.qn = _take(pool, (E, 2), np.int32)
         self.qr = _take(pool, (k + 1, 4), np.int64)
         self.qr.fill(0)
-        K.build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, self.tt, self.qn, self.qr)
+        K.build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, self.tt, self.qn, self.qr, Z, sq, row0)
         self.qalive = np.ones(k, dtype=np.uint8)
         self.out_q = np.empty(k, dtype=np.int64)
         self.out_o = np.empty(k, dtype=np.int64)
@@ -313,6 +308,8 @@ class DT(ThresholdOperator):
         self._where: np.ndarray | None = np.full(0, -1, dtype=np.int64)
         self._st = np.zeros(K.N_STATS, dtype=np.int64)
         self._counts = dict.fromkeys(_STAT_KEYS, 0)
+        # the last <= SAMPLE elements pushed (keys, weights): rates for a new structure's split
+        self._sample = (np.empty((0, self.dim), dtype=np.int64), np.empty(0, dtype=np.int64))
 
     # ---------------------------------------------------------------- introspection
     @property
@@ -451,7 +448,8 @@ class DT(ThresholdOperator):
         self._counts["builds"] += 1
         prev = _madvise_hugepage(HUGEPAGES)
         try:
-            return _Structure(qs, np.ascontiguousarray(klo), np.ascontiguousarray(khi), np.ascontiguousarray(rem), pool)
+            return _Structure(qs, np.ascontiguousarray(klo), np.ascontiguousarray(khi), np.ascontiguousarray(rem), pool,
+                              self._sample)
         finally:
             _madvise_hugepage(prev)
 
@@ -489,6 +487,13 @@ class DT(ThresholdOperator):
         if bad.any():  # a NaN coordinate lies in no range
             w = w.copy()
             w[bad] = 0
+        sx, sw = self._sample  # weights clipped to 2**48: the sample's counts stay below 2**60
+        if n >= SAMPLE:
+            self._sample = (np.ascontiguousarray(xk[-SAMPLE:]), np.minimum(w[-SAMPLE:], 1 << 48))
+        else:
+            keep = min(SAMPLE - n, sw.shape[0])
+            self._sample = (np.concatenate([sx[sx.shape[0] - keep :], xk]),
+                            np.concatenate([sw[sw.shape[0] - keep :], np.minimum(w, 1 << 48)]))
         outq, outo = [], []
         st = self._st
         chunks = [(c0, min(b, c0 + CHUNK)) for a, b in weight_cuts(w) for c0 in range(a, b, CHUNK)]
