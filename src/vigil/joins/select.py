@@ -9,14 +9,16 @@ the "other" range is rangeC and the "mine" range rangeA; for tuples arriving on 
 Per arriving tuple (n queries, tau groups, m stored tuples, m' partners, n' queries whose
 arriving-side range holds the tuple, g(n) an R-tree probe, k output pairs):
 
-* SJ-SSI:         O(tau (log m + g(n)) + k); space O(n) (an STR R-tree per group).
+* SJ-SSI:         O(tau (log m + g(n)) + k); space O(n): per group the members sorted by the
+  arriving-side range in blocks with a max/min tree (_sj_ssi_index), g(n) = its walk.
 * SJ-JoinFirst:   O(log m + m' g(n) + k); one R-tree over all queries' rectangles.
 * SJ-SelectFirst: O(log n + log m + n' log m' + k); a max-hi tournament tree over the
   arriving-side ranges sorted by left endpoint; the partner block located once.
 * SJ-Vanilla:     O(log m + n log m' + k); no query index.
 
-Query indexes are rebuilt lazily at the next insert after registrations/terminations; the
-stabbing partitions are maintained per update (App. A.1) / by the hotspot tracker (§2.2).
+Query indexes are rebuilt lazily at the next insert after registrations/terminations (SJ-SSI:
+only the groups its partition marked dirty are rewritten); the stabbing partitions are
+maintained per update (App. A.1) / by the hotspot tracker (§2.2).
 """
 
 from __future__ import annotations
