@@ -26,6 +26,7 @@ changed since they last drained it (``drain_dirty``); ``version`` counts reconst
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 
 import numba
@@ -182,8 +183,9 @@ class StabbingPartition:
             self.rebuild()
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        ids = np.fromiter(self.iv.keys(), np.int64, len(self.iv))
-        lh = np.array(list(self.iv.values()), np.float64).reshape(-1, 2)
+        n = len(self.iv)
+        ids = np.fromiter(self.iv.keys(), np.int64, n)
+        lh = np.fromiter(itertools.chain.from_iterable(self.iv.values()), np.float64, 2 * n).reshape(-1, 2)
         return ids, lh[:, 0].copy(), lh[:, 1].copy()
 
     def rebuild(self) -> None:
@@ -199,14 +201,13 @@ class StabbingPartition:
         cuts = np.searchsorted(grp[order], np.arange(len(pts) + 1))
         base = self._next
         self._next += len(pts)
+        ordered = ids[order].tolist()
         for j in range(len(pts)):
             g = base + j
-            mem = ids[order[cuts[j] : cuts[j + 1]]].tolist()
-            self.groups[g] = set(mem)
+            self.groups[g] = set(ordered[cuts[j] : cuts[j + 1]])
             self.point[g] = float(pts[j])
-            for i in mem:
-                self.group_of[i] = g
             self.dirty.add(g)
+        self.group_of = dict(zip(ordered, (base + grp[order]).tolist(), strict=True))
         self._pts = [(float(pts[j]), base + j) for j in range(len(pts))]
         self.tau0 = len(pts)
         self.updates = 0
