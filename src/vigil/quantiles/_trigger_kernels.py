@@ -411,40 +411,30 @@ def _fire_cl(c, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, ca
 
 
 @numba.njit(cache=True, nogil=True)
-def _fire_quick(c, v, lo, hi, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, meta, xs, p0, p1, horizon):
-    """:func:`_fire_cl` without the search, when it provably keeps the current value u: the best
-    tuple's L never exceeds L* = (w n + 1) / (1 - w), w = b - a + 2 eps (the largest min(alpha,
-    beta) of eqs. (10)-(12) over any rank bounds r- <= r+), so u's L >= keep * L* means the keep
-    rule keeps u with the same deadline. u's rank bounds at n are its tuple's plus the count of
-    the elements not merged yet (xs[p0:p1]) that precede it (< u; an equal one precedes it too, so
-    then, or when u has no tuple, the full path runs). Returns False when it does not apply."""
-    if not cdead[c] < horizon or cforce[c]:
-        return False
-    u = cval[c]
-    a = ca[c]
-    b = cb[c]
+def _quick_lval(v, lo, hi, m, n, eps, keep, a, b, u, xs, p0, p1):
+    """The L of a cluster's value u at n when the re-evaluation (:func:`_fire_cl`) provably keeps
+    it, else -1: the best tuple's L never exceeds L* = (w n + 1) / (1 - w), w = b - a + 2 eps (the
+    largest min(alpha, beta) of eqs. (10)-(12) over any rank bounds r- <= r+), so u's L >= keep *
+    L* means the keep rule keeps u with the same deadline, without the search. u's rank bounds
+    at n are its tuple's plus the count of the elements not merged yet (xs[p0:p1]) that are
+    smaller (an equal one precedes it too: then, or when u has no tuple, the full path runs)."""
     w = b - a + 2.0 * eps
     if u != u or a <= eps or b + eps >= 1.0 or w >= 1.0:
-        return False
+        return -1.0
     q = np.searchsorted(v[:m], u)
     if q >= m or v[q] != u:
-        return False
+        return -1.0
     k = 0
     e = 0
     for t in range(p0, p1):
         k += xs[t] < u
         e += xs[t] == u
     if e > 0:
-        return False
+        return -1.0
     Lk = lval(lo[q] + k, hi[q] + k, a, b, eps, n)
-    if not (Lk >= 0.0 and Lk >= keep * ((w * n + 1.0) / (1.0 - w)) * (1.0 + 1e-9) + 1e-6):
-        return False
-    meta[M_FIRES] += 1
-    meta[M_EVALS] += 1
-    cdead[c] = deadline(Lk, n)
-    cat[c] = n
-    ckey[c] = min(cdead[c], sdead[c])
-    return True
+    if Lk >= 0.0 and Lk >= keep * ((w * n + 1.0) / (1.0 - w)) * (1.0 + 1e-9) + 1e-6:
+        return Lk
+    return -1.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -480,7 +470,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
             cat, ckey, sdead, heap, hpos, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, out_q, out_off, out_val,
             out_prev, pre, pf, pt, cqk):
     """Insert ``xs`` (see module doc; a chunk that is one whole merge period is taken sorted from
-    ``pre``, see :func:`._gk_kernels.period_chunk`; cluster mode tries :func:`_fire_quick` on a
+    ``pre``, see :func:`._gk_kernels.period_chunk`; cluster mode tries :func:`_quick_lval` on a
     cluster when ``cqk`` says its last re-evaluation kept its value, as a fire that changed it
     usually is followed by another change). Returns (elements consumed, summary arrays swapped?).
     Stops early when the summary or the output arrays lack room (the caller grows them and calls
@@ -523,8 +513,16 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
         if defer:
             while ckey[heap[0]] < n:
                 cl = heap[0]
-                if not (cqk[cl] and _fire_quick(cl, v, lo, hi, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
-                                                meta, xs, p0, p, n)):
+                Lq = -1.0
+                if cqk[cl] and cdead[cl] < n and not cforce[cl]:
+                    Lq = _quick_lval(v, lo, hi, m, n, eps, keep, ca[cl], cb[cl], cval[cl], xs, p0, p)
+                if Lq >= 0.0:  # kept, no search, no merge
+                    meta[M_FIRES] += 1
+                    meta[M_EVALS] += 1
+                    cdead[cl] = deadline(Lq, n)
+                    cat[cl] = n
+                    ckey[cl] = min(cdead[cl], sdead[cl])
+                else:
                     if p0 < p:  # the full re-evaluation needs the summary at n
                         m = _flush(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
                         p0 = p
@@ -560,8 +558,16 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                 if cat[cl] == n:
                     break
                 if defer:
-                    if not (cqk[cl] and _fire_quick(cl, v, lo, hi, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey,
-                                                    sdead, meta, xs, p, p, nb)):
+                    Lq = -1.0
+                    if cqk[cl] and cdead[cl] < nb and not cforce[cl]:
+                        Lq = _quick_lval(v, lo, hi, m, n, eps, keep, ca[cl], cb[cl], cval[cl], xs, p, p)
+                    if Lq >= 0.0:
+                        meta[M_FIRES] += 1
+                        meta[M_EVALS] += 1
+                        cdead[cl] = deadline(Lq, n)
+                        cat[cl] = n
+                        ckey[cl] = min(cdead[cl], sdead[cl])
+                    else:
                         u = cval[cl]
                         _fire_cl(cl, v, lo, hi, pin, m, n, eps, keep, ca, cb, cval, cdead, cforce, cat, ckey, sdead, off,
                                  out, meta, nb)
