@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._join_kernels_band import _emit_one, _emit_range
+from ._join_kernels_band import put_one, put_range
 from ._join_kernels_select import key_block, stab_intervals, xlb, xub
 from ._rtree import stab
 
@@ -50,13 +50,13 @@ def wj_join_first(K2, X2, S2, T2, kb, av, tv, wmax, root, NB, NC, IB, IQ, Qid, m
                 if mode == 1:
                     if seen[j] != i + 1:
                         seen[j] = i + 1
-                        oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                        n = put_one(oq, oi, oo, n, Qid[j], i)
                 else:
-                    oq, oi, oo, n = _emit_range(oq, oi, oo, n, Qid[j], i, S2, k, k + 1)
-    return oq[:n], oi[:n], oo[:n], cnt
+                    n = put_range(oq, oi, oo, n, Qid[j], i, S2, k, k + 1)
+    return n, cnt
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _scan(X, S, T, t, lo_x, hi_x, w, a0, a1, i, qid, mode, oq, oi, oo, n, cnt):
     """Partners in [a0, a1) (x-sorted, x inside the query's other range) within the window."""
     for k in range(a0, a1):
@@ -64,11 +64,11 @@ def _scan(X, S, T, t, lo_x, hi_x, w, a0, a1, i, qid, mode, oq, oi, oo, n, cnt):
             if mode == 2:
                 cnt += 1
             elif mode == 1:
-                oq, oi, oo, n = _emit_one(oq, oi, oo, n, qid, i)
-                return oq, oi, oo, n, cnt
+                n = put_one(oq, oi, oo, n, qid, i)
+                return n, cnt
             else:
-                oq, oi, oo, n = _emit_range(oq, oi, oo, n, qid, i, S, k, k + 1)
-    return oq, oi, oo, n, cnt
+                n = put_range(oq, oi, oo, n, qid, i, S, k, k + 1)
+    return n, cnt
 
 
 @numba.njit(cache=True, nogil=True)
@@ -93,8 +93,8 @@ def wj_select_first(K, X, S, T, kb, av, tv, MLO, mx, size, Qid, OLO, OHI, W, mod
             j = buf[u]
             s = xlb(X, OLO[j], b0, b1)
             e = xub(X, OHI[j], s, b1)
-            oq, oi, oo, n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], s, e, i, Qid[j], mode, oq, oi, oo, n, cnt)
-    return oq[:n], oi[:n], oo[:n], cnt
+            n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], s, e, i, Qid[j], mode, oq, oi, oo, n, cnt)
+    return n, cnt
 
 
 @numba.njit(cache=True, nogil=True)
@@ -171,11 +171,11 @@ def wj_ssi(K, X, S, T, kb, av, tv, wmax, P, root, NB, NC, IB, IQ, Qid, OLO, OHI,
         for u in range(na):
             j = aff[u]
             if mode == 1:
-                oq, oi, oo, n = _emit_one(oq, oi, oo, n, Qid[j], i)
+                n = put_one(oq, oi, oo, n, Qid[j], i)
                 continue
             pos = xlb(X, QP[j], b0, b1)
             e = xub(X, OHI[j], pos, b1)
-            oq, oi, oo, n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], pos, e, i, Qid[j], mode, oq, oi, oo, n, cnt)
+            n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], pos, e, i, Qid[j], mode, oq, oi, oo, n, cnt)
             s = xlb(X, OLO[j], b0, pos)
-            oq, oi, oo, n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], s, pos, i, Qid[j], mode, oq, oi, oo, n, cnt)
-    return oq[:n], oi[:n], oo[:n], cnt
+            n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], s, pos, i, Qid[j], mode, oq, oi, oo, n, cnt)
+    return n, cnt

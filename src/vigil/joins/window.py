@@ -43,7 +43,7 @@ class WJJoinFirst(_PerSide):
     def run(self, side, b, key, x, t, mode):
         q, tree, wmax = b
         o = self.op.cur
-        return kw.wj_join_first(o.k2, o.x2, o.s2, o.t2, key, x, t, wmax, *tree, q.qid, mode, *kb._out())
+        return kb.run_fixed(kw.wj_join_first, (o.k2, o.x2, o.s2, o.t2, key, x, t, wmax, *tree, q.qid), mode, self)
 
 
 class WJSelectFirst(_PerSide):
@@ -53,7 +53,7 @@ class WJSelectFirst(_PerSide):
     def run(self, side, b, key, x, t, mode):
         mlo, mx, size, qid, olo, ohi, w = b
         K, X, S, T = other_index(self.op, side)
-        return kw.wj_select_first(K, X, S, T, key, x, t, mlo, mx, size, qid, olo, ohi, w, mode, *kb._out())
+        return kb.run_fixed(kw.wj_select_first, (K, X, S, T, key, x, t, mlo, mx, size, qid, olo, ohi, w), mode, self)
 
 
 def _wj_ssi_parts(q: _Queries, groups):
@@ -80,7 +80,7 @@ class WJSSI(SJSSI):
     def run(self, side, b, key, x, t, mode):
         q, parts, qp = b
         K, X, S, T = other_index(self.op, side)
-        return kw.wj_ssi(K, X, S, T, key, x, t, *parts, q.qid, q.olo, q.ohi, q.w, qp, mode, *kb._out())
+        return kb.run_fixed(kw.wj_ssi, (K, X, S, T, key, x, t, *parts, q.qid, q.olo, q.ohi, q.w, qp), mode, self)
 
 
 class WJHotspot(SJHotspot):
@@ -95,11 +95,11 @@ class WJHotspot(SJHotspot):
     def run(self, side, b, key, x, t, mode):
         hq, parts, qp, sel = b
         K, X, S, T = other_index(self.op, side)
-        q1, i1, o1, c1 = kw.wj_ssi(K, X, S, T, key, x, t, *parts, hq.qid, hq.olo, hq.ohi, hq.w, qp, mode, *kb._out())
+        q1, i1, o1, c1 = kb.run_fixed(kw.wj_ssi, (K, X, S, T, key, x, t, *parts, hq.qid, hq.olo, hq.ohi, hq.w, qp), mode, self)
         if sel is None:
             return q1, i1, o1, c1
         mlo, mx, size, qid, olo, ohi, w = sel
-        q2, i2, o2, c2 = kw.wj_select_first(K, X, S, T, key, x, t, mlo, mx, size, qid, olo, ohi, w, mode, *kb._out())
+        q2, i2, o2, c2 = kb.run_fixed(kw.wj_select_first, (K, X, S, T, key, x, t, mlo, mx, size, qid, olo, ohi, w), mode, self)
         return np.concatenate([q1, q2]), np.concatenate([i1, i2]), np.concatenate([o1, o2]), c1 + c2
 
 
