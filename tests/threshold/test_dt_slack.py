@@ -106,7 +106,7 @@ def test_first_round_split_by_sample():
     """A structure built after elements were pushed splits its first round by the counts of the
     recent elements (uneven shares at once); one built before any push splits evenly."""
     rng = np.random.default_rng(9)
-    m = 300
+    m, n = 120, 1000
     lo = rng.integers(0, 300, (m, 1)).astype(float)
     hi = lo + rng.integers(50, 200, (m, 1))
     tau = np.full(m, 10**9)
@@ -115,8 +115,8 @@ def test_first_round_split_by_sample():
         o.register(np.arange(m // 2), lo[: m // 2], hi[: m // 2], tau[: m // 2])
     t = op._trees[-1]
     assert ((t.tt[t.qn[:, 1], 1] & _LO32) == SHARE).all()
-    pts = _skewed_points(rng, 3000, 1, 100)
-    w = np.ones(3000, dtype=np.int64)
+    pts = _skewed_points(rng, n, 1, 100)
+    w = np.ones(n, dtype=np.int64)
     for o in (op, ref):
         o.push(pts, w)
         o.register(np.arange(m // 2, m), lo[m // 2 :], hi[m // 2 :], tau[m // 2 :])  # merges: a new build
@@ -124,7 +124,7 @@ def test_first_round_split_by_sample():
     assert t.n_built == m
     assert ((t.tt[t.qn[:, 1], 1] & _LO32) != SHARE).any()
     _check_shares(op)
-    pts = _skewed_points(rng, 3000, 1, 100)
+    pts = _skewed_points(rng, n, 1, 100)
     got, exp = op.push(pts, w), ref.push(pts, w)
     assert np.array_equal(got[0], exp[0]) and np.array_equal(got[1], exp[1])
     q1, _, _, r1 = op.remaining()
