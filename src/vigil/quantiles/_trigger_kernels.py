@@ -13,7 +13,10 @@ instead makes a new element cost one comparison of N with the root, the same O(1
 O(log K).
 
 :func:`process` inserts a batch in chunks cut at the next fire (root deadline + 1) and at the
-merge period, so every re-evaluation sees the summary exactly at the element that fired it. At
+merge period, so every re-evaluation sees the summary exactly at the element that fired it (in
+cluster mode the elements since the last merge may stay pending: a fire that provably keeps its
+value, :func:`_quick_lval`, counts them instead, and the merge waits for a full re-evaluation or
+the period's end). At
 each merge-period boundary (n a multiple of the period: an absolute position, so how the stream
 is split into batches never changes any result or update) the triggers that would fire inside the
 coming period are re-evaluated early, which keeps chunks long:
