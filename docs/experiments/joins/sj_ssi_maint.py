@@ -1,5 +1,6 @@
-"""SJ-SSI maintenance per query update (fig7 a_len=2500, 100k queries, p=0.5 insert/delete, index refresh + one probe
-every 100 updates): python sj_ssi_maint.py ssi 1000 lazy,full-rebuild,refined,refined-full-rebuild"""
+"""SJ-SSI / SJ-Hotspot maintenance per query update (fig7 a_len=2500, 100k queries, p=0.5 insert/delete, index refresh +
+one probe every 100 updates): python sj_ssi_maint.py ssi 1000 lazy,full-rebuild,refined,refined-full-rebuild
+(hotspot: python sj_ssi_maint.py hotspot 1000 lazy,per-member-rows)"""
 import sys, time, numpy as np
 from vigil import registry
 from vigil.workloads import joins as wl
@@ -9,6 +10,9 @@ n = len(w["s_key"]); n0 = 100000
 from vigil.joins.select import SJSSI
 for variant in sys.argv[3].split(","):
     op = registry.resolve("joins", sys.argv[1] if len(sys.argv) > 1 else "ssi")("select", "count")
+    if variant == "per-member-rows":
+        from vigil.joins import select as _sel
+        _sel._RowStore.rows_of = lambda self, side, op=op: _sel._rows_of(op, side)
     if variant.startswith("refined"):
         op.plan = SJSSI(op, partition="refined")
     op.insert("right", np.arange(1, n + 1), w["s_key"], w["s_x"].reshape(-1, 1), None)
@@ -31,6 +35,6 @@ for variant in sys.argv[3].split(","):
                 op.plan.built = {}
             op.insert("left", np.array([seq]), key[seq % 1000: seq % 1000 + 1], x[seq % 1000: seq % 1000 + 1], None); seq += 1
             t_idx += time.process_time() - t0
-    pp = op.plan.part["left"]
-    print(f"reconstructions {pp.reconstructions}, groups {len(pp.point)}")
+    pp = getattr(op.plan, "part", None)
+    if pp: print(f"reconstructions {pp['left'].reconstructions}, groups {len(pp['left'].point)}")
     print(f"{variant:13s} {U} updates: {t_upd/U*1e6:.0f} us/update (partition), {t_idx/U*1e6:.0f} us/update (index refresh + 1 probe per 100), total {(t_upd+t_idx)/U*1e6:.0f} us/update", flush=True)

@@ -243,19 +243,22 @@ class SJHotspot(_PerSide):
         super().__init__(op)
         a = hotspot.ALPHA if alpha is None else alpha
         self.track = {"left": HotspotTracker(a, eps, partition), "right": HotspotTracker(a, eps, partition)}
+        self.store = _RowStore()
 
     def add(self, qid, row):
+        self.store.add(qid, row)
         for side, tr in self.track.items():
             ol, oh = COLS[side][:2]
             tr.insert(qid, row[ol], row[oh])
 
     def remove(self, qid, row):
+        self.store.remove(qid)
         for tr in self.track.values():
             tr.delete(qid)
 
     def build(self, side):
         tr = self.track[side]
-        ix = ssi_index(self.op, side, {h: tr.hot_point(h) for h in tr.hot}, tr.hot)
+        ix = ssi_index(self.op, side, {h: tr.hot_point(h) for h in tr.hot}, tr.hot, self.store.rows_of(side))
         sq = _Queries(self.op, side, list(tr.scattered.iv))
         tr.drain_changes()
         return ix, sq.stab_index() if len(sq.qid) else None
