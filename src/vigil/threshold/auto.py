@@ -47,6 +47,7 @@ Bounds: those of the algorithm in use, plus O(m) (O(m log^d m) into dt) per swit
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from typing import Any
@@ -114,21 +115,24 @@ class CostModel:
         return cls(MODEL["tables"])
 
     def _t(self, algo: str, d: int):
+        """(log(ms + 1), log(Bs), log push[i][j], log build[i]) as Python lists: a prediction is a
+        few dozen float operations (numpy scalars made one miss of auto's cache cost ~180 us)."""
         key = (str(min(d, 2)), algo)
         t = self._cache.get(key)
         if t is None:
             tab = self.tables[key[0]][algo]
-            t = (np.log(np.asarray(tab["ms"], float) + 1.0), np.log(np.asarray(tab["Bs"], float)),
-                 np.log(np.maximum(np.asarray(tab["push"], float), 1e-9)),
-                 np.log(np.maximum(np.asarray(tab["build"], float), 1e-9)))
+            t = ([math.log(x + 1.0) for x in tab["ms"]], [math.log(x) for x in tab["Bs"]],
+                 [[math.log(max(x, 1e-9)) for x in row] for row in tab["push"]],
+                 [math.log(max(x, 1e-9)) for x in tab["build"]])
             self._cache[key] = t
         return t
 
     @staticmethod
-    def _cell(grid: np.ndarray, v: float) -> tuple[int, float]:
-        if grid.shape[0] == 1:
+    def _cell(grid: list[float], v: float) -> tuple[int, float]:
+        n = len(grid)
+        if n == 1:
             return 0, 0.0
-        i = int(np.clip(np.searchsorted(grid, v) - 1, 0, grid.shape[0] - 2))
+        i = min(max(bisect.bisect_left(grid, v) - 1, 0), n - 2)
         return i, (v - grid[i]) / (grid[i + 1] - grid[i])
 
     def push(self, algo: str, m: int, B: int, d: int, rho: float | None = None) -> float:
@@ -153,27 +157,27 @@ class CostModel:
             tab = self.tables[key[0]][algo]
             self._cache[key] = None if "push_hi" not in tab else (
                 math.log(tab["rho"]), math.log(tab["rho_hi"]),
-                np.log(np.maximum(np.asarray(tab["push_hi"], float), 1e-9)))
+                [[math.log(max(x, 1e-9)) for x in row] for row in tab["push_hi"]])
         return self._cache[key]
 
     def _grid(self, lm, lb, P, m: int, B: int) -> float:
         i, u = self._cell(lm, math.log(m + 1.0))
         j, v = self._cell(lb, math.log(max(B, 1)))
-        i1 = min(i + 1, lm.shape[0] - 1)
-        j1 = min(j + 1, lb.shape[0] - 1)
+        i1 = min(i + 1, len(lm) - 1)
+        j1 = min(j + 1, len(lb) - 1)
         uc = min(max(u, 0.0), 1.0)
         vc = min(max(v, 0.0), 1.0)
-        z = ((1 - uc) * (1 - vc) * P[i, j] + uc * (1 - vc) * P[i1, j] + (1 - uc) * vc * P[i, j1]
-             + uc * vc * P[i1, j1])
+        z = ((1 - uc) * (1 - vc) * P[i][j] + uc * (1 - vc) * P[i1][j] + (1 - uc) * vc * P[i][j1]
+             + uc * vc * P[i1][j1])
         # beyond the grid: a power law whose exponent is the edge cell's, within [0, 1.5]
         if u != uc and i1 > i:
             gm = lm[i1] - lm[i]
-            e = min(max((P[i1, j] + vc * (P[i1, j1] - P[i1, j]) - P[i, j] - vc * (P[i, j1] - P[i, j])) / gm,
+            e = min(max((P[i1][j] + vc * (P[i1][j1] - P[i1][j]) - P[i][j] - vc * (P[i][j1] - P[i][j])) / gm,
                         0.0), 1.5)
             z += (u - uc) * gm * e
         if v != vc and j1 > j:
             gb = lb[j1] - lb[j]
-            e = min(max((P[i, j1] + uc * (P[i1, j1] - P[i, j1]) - P[i, j] - uc * (P[i1, j] - P[i, j])) / gb,
+            e = min(max((P[i][j1] + uc * (P[i1][j1] - P[i][j1]) - P[i][j] - uc * (P[i1][j] - P[i][j])) / gb,
                         0.0), 1.5)
             z += (v - vc) * gb * e
         return z
@@ -185,7 +189,7 @@ class CostModel:
             return 0.0
         lm = self._t(algo, d)[0]
         i, u = self._cell(lm, math.log(m + 1.0))
-        i1 = min(i + 1, lm.shape[0] - 1)
+        i1 = min(i + 1, len(lm) - 1)
         uc = min(max(u, 0.0), 1.0)
         t = tab["term"]
         return float(math.exp((1 - uc) * math.log(max(t[i], 1e-12)) + uc * math.log(max(t[i1], 1e-12))))
@@ -193,7 +197,7 @@ class CostModel:
     def build(self, algo: str, m: int, d: int) -> float:
         lm, _, _, Bd = self._t(algo, d)
         i, u = self._cell(lm, math.log(m + 1.0))
-        i1 = min(i + 1, lm.shape[0] - 1)
+        i1 = min(i + 1, len(lm) - 1)
         uc = min(max(u, 0.0), 1.0)
         z = (1 - uc) * Bd[i] + uc * Bd[i1]
         if u != uc and i1 > i:
