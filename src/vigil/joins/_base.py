@@ -129,6 +129,7 @@ class _Side:
         self.main = _Index(kind)
         self.buf = _Index(kind)
         self._buf_from = 0  # raw position where the buffer's tuples start
+        self.gen = 0  # bumped when trim() replaces the raw columns (caches over them restart)
 
     def add(self, seqs: np.ndarray, key: np.ndarray, x: np.ndarray, t: np.ndarray) -> None:
         if self.buf.n == 0:
@@ -159,6 +160,7 @@ class _Side:
             return False
         keep = [g.view[gone:].copy() for g in (self.seqs, self.keys, self.x, self.t)]
         self.seqs, self.keys, self.x, self.t = (GrowableArray.of(a, a.dtype) for a in keep)
+        self.gen += 1
         self.main = _Index(self.kind)
         self.buf = _Index(self.kind)
         self._buf_from = 0

@@ -13,6 +13,7 @@ import numpy as np
 from ._join_kernels_band import put_one, put_range
 from ._join_kernels_select import key_block, stab_intervals, xlb, xub
 from ._rtree import stab
+from ._skyline_cache import lookup
 
 
 @numba.njit(cache=True, nogil=True)
@@ -104,7 +105,7 @@ def wj_ssi(K, X, S, T, kb, av, tv, wmax, P, root, NB, NC, IB, IQ, Qid, OLO, OHI,
     than every point between the stabbing point and it) and L_b^i (descending towards each
     stabbing point), trimmed to w_max; probe D with the marked points only; each affected query
     then walks the block outward from its group's stabbing point. Skylines are recomputed per
-    arriving tuple (the paper's stale case: O(m_b) pass), not cached.
+    arriving tuple (the paper's stale case: O(m_b) pass; the skyline_cache = False path).
     O(log m + m_b + m̄_b g3(n) + k') per arriving tuple."""
     n = 0
     cnt = 0
@@ -178,4 +179,68 @@ def wj_ssi(K, X, S, T, kb, av, tv, wmax, P, root, NB, NC, IB, IQ, Qid, OLO, OHI,
             n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], pos, e, i, Qid[j], mode, oq, oi, oo, n, cnt)
             s = xlb(X, OLO[j], b0, pos)
             n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], s, pos, i, Qid[j], mode, oq, oi, oo, n, cnt)
+    return n, cnt
+
+
+@numba.njit(cache=True, nogil=True)
+def wj_ssi_cached(K1, X1, S1, T1, K2, X2, S2, T2, kb, av, tv, wmax, root, NB, NC, IB, IQ, Qid, OLO, OHI, W,
+                  QP, HK, HV, EM, AX, AT, mode, oq, oi, oo):
+    """WJ-SSI (§3.3.2, Fig. 6, Theorem 4) over the skyline cache (:mod:`vigil.joins._skyline_cache`,
+    made fresh for the batch's keys beforehand): probe D with the cached skyline points of key b
+    inside the window, then each affected query walks the partner block of each stored part
+    (K1.., K2..: the sorted main part and buffer) outward from its group's stabbing point.
+    O(log m + m̄_b' + m̄_b g3(n) + k') per arriving tuple, m̄_b' the cached (untrimmed) points.
+    Reads the cache only (run_fixed may rerun it)."""
+    n = 0
+    cnt = 0
+    nq = len(Qid)
+    buf = np.empty(nq + 1, np.int64)
+    stack = np.empty(16 * 64, np.int64)
+    seen = np.zeros(nq, np.int64)
+    aff = np.empty(nq + 1, np.int64)
+    for i in range(len(kb)):
+        a = av[i]
+        t = tv[i]
+        if a != a or t != t:
+            continue
+        e = lookup(HK, HV, kb[i])
+        if e < 0:
+            continue
+        na = 0
+        s = EM[e, 0]
+        for k in range(s, s + EM[e, 1]):
+            z = abs(t - AT[k])
+            if not z < wmax:
+                continue
+            f = stab(NB, NC, IB, IQ, root, AX[k], a, z, buf, stack)
+            for u in range(f):
+                j = buf[u]
+                if seen[j] != i + 1:
+                    seen[j] = i + 1
+                    aff[na] = j
+                    na += 1
+        if na == 0:
+            continue
+        if mode == 1:
+            for u in range(na):
+                n = put_one(oq, oi, oo, n, Qid[aff[u]], i)
+            continue
+        n, cnt = _walk(K1, X1, S1, T1, kb[i], t, aff, na, QP, OLO, OHI, W, Qid, i, mode, oq, oi, oo, n, cnt)
+        n, cnt = _walk(K2, X2, S2, T2, kb[i], t, aff, na, QP, OLO, OHI, W, Qid, i, mode, oq, oi, oo, n, cnt)
+    return n, cnt
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _walk(K, X, S, T, b, t, aff, na, QP, OLO, OHI, W, Qid, i, mode, oq, oi, oo, n, cnt):
+    """The pairs of the na affected queries aff[:na] in one stored part's block of key b."""
+    b0, b1 = key_block(K, b)
+    if b0 == b1:
+        return n, cnt
+    for u in range(na):
+        j = aff[u]
+        pos = xlb(X, QP[j], b0, b1)
+        e = xub(X, OHI[j], pos, b1)
+        n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], pos, e, i, Qid[j], mode, oq, oi, oo, n, cnt)
+        s = xlb(X, OLO[j], b0, pos)
+        n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], s, pos, i, Qid[j], mode, oq, oi, oo, n, cnt)
     return n, cnt

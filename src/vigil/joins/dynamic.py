@@ -398,8 +398,11 @@ class Dynamic(JoinBase):
 
     def _run(self, c, side, seqs, key, x, t, mode):
         plan = self._plan(c)
+        parts = self.sides[_other(side)].parts()
+        if hasattr(plan, "probe_parts"):  # WJ-SSI / WJ-Hotspot: one call over both parts
+            return plan.probe_parts(side, seqs, key, x, t, mode, parts)
         outs = []
-        for part in self.sides[_other(side)].parts():
+        for part in parts:
             self.cur = part
             outs.append(plan.probe(side, seqs, key, x, t, mode))
         return _merge(outs)

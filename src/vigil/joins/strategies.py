@@ -48,8 +48,11 @@ class _Strategy(JoinBase):
 
     def _probe(self, side, seqs, key, x, t, mode):
         """Run the plan over each sorted part of the other side (main index and buffer)."""
+        parts = self.sides["right" if side == "left" else "left"].parts()
+        if hasattr(self.plan, "probe_parts"):  # WJ-SSI / WJ-Hotspot: one call over both parts
+            return self.plan.probe_parts(side, seqs, key, x, t, mode, parts)
         outs = []
-        for part in self.sides["right" if side == "left" else "left"].parts():
+        for part in parts:
             self.cur = part
             outs.append(self.plan.probe(side, seqs, key, x, t, mode))
         if len(outs) == 1:

@@ -5,24 +5,32 @@ scattered queries). A query: the select join of select.py plus |R.T - S.T| < w.
 Per arriving tuple (Theorem 4; m_b partners of key b inside w_max, m̄_b skyline points, g3 a
 probe of the 3D box index D):
 
-* WJ-SSI:         O(log m + m_b + m̄_b g3(n) + k) — the skylines are recomputed in one pass
-  over the key's block at every probe (the paper's lazy recomputation in its stale case; the
-  per-(b, stabbing point) skyline cache with split/merge trees is not implemented), trimmed to
-  w_max at that pass; only skyline points probe D.
+* WJ-SSI:         O(log m + m_b' + m̄_b g3(n) + k) with the skyline cache of
+  :mod:`vigil.joins._skyline_cache` (per S.B value b, the union of the left/right skylines
+  around every stabbing point): m_b' = the cached points of b (trimmed lazily to w_max in the
+  same pass) when b's entry is fresh, or m' (one pass over b's whole block, all skylines of b
+  together) when it is stale (stabbing points changed, w_max grew) or not cached yet; an insert
+  of key b between probes is folded into b's entry in O(log m̄ + m̄) (§3.3.2's insert rule on a
+  flat array instead of split/merge trees). Only skyline points inside the window probe D.
+  ``skyline_cache = False`` recomputes the skylines per probe (O(log m + m' + m̄_b g3(n) + k)).
 * WJ-JoinFirst:   O(log m + m_b g3(n) + k).
 * WJ-SelectFirst: O(log n + n' (log m' + r) + k) (the (C, T) range search done as a C range
   search plus a T filter).
 
-Space O(n) for the query indexes plus the stored tuples.
+Space O(n) for the query indexes plus the stored tuples; the skyline cache O(stored tuples)
+(entries only for stored keys, cleared when the stored side is trimmed to max_window).
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import numpy as np
 
 from . import _join_kernels_band as kb
 from . import _join_kernels_window as kw
 from ._rtree import build_forest
+from ._skyline_cache import SkylineCache
 from .select import COLS, SJSSI, SJHotspot, _PerSide, _Queries, other_index
 
 
@@ -63,9 +71,76 @@ def _wj_ssi_parts(q: _Queries, groups):
     return wmax, P, int(roots[0]), NB, NC, IB, IQ
 
 
-class WJSSI(SJSSI):
+def _merge(outs):
+    if len(outs) == 1:
+        return outs[0]
+    return (np.concatenate([o[0] for o in outs]), np.concatenate([o[1] for o in outs]),
+            np.concatenate([o[2] for o in outs]), sum(o[3] for o in outs))
+
+
+def _part_arrays(parts):
+    """(K, X, S, T) of the main part and of the buffer (empty arrays for a missing part)."""
+    e, ei = np.empty(0), np.empty(0, np.int64)
+    out = [(p.k, p.kx, p.ks, p.kt) for p in parts[:2]]
+    while len(out) < 2:
+        out.append((ei, e, ei, e))
+    return (*out[0], *out[1])
+
+
+class _Cached:
+    """WJ-SSI over the skyline cache (:mod:`._skyline_cache`): one cache per arriving side,
+    brought up to date (new stored tuples folded in, the batch's keys made fresh) before the
+    kernel probes D with the cached points. ``skyline_cache = False`` probes each part with the
+    per-probe recomputation instead (kernels ``wj_ssi``; kept to measure the cache against)."""
+
+    skyline_cache: ClassVar[bool] = True
+
+    def cache(self, side) -> SkylineCache:
+        caches = self.__dict__.setdefault("caches", {})
+        if side not in caches:
+            caches[side] = SkylineCache()
+        return caches[side]
+
+    def probe_parts(self, side, seqs, key, x, t, mode, parts):
+        if side not in self.built:
+            self.built[side] = self.build(side)
+        if not self.skyline_cache:
+            outs = []
+            for part in parts:
+                self.op.cur = part
+                outs.append(self.run(side, self.built[side], key, x, t, mode))
+            return _merge(outs)
+        return self.run_parts(side, self.built[side], key, x, t, mode, parts)
+
+    def _ssi(self, side, q, wp, qp, key, x, t, mode, parts):
+        wmax, P = wp[0], wp[1]
+        c = self.cache(side)
+        c.set_points(P)
+        c.sync(self.op.sides["right" if side == "left" else "left"])
+        ok = t[~np.isnan(t)]
+        if not len(ok) or not len(q.qid):
+            z = np.empty(0, np.int64)
+            return z, z, z, 0
+        key = np.ascontiguousarray(key, np.int64)
+        c.prepare(parts, key, float(ok.min()), wmax)
+        args = (*_part_arrays(parts), key, x, t, *wp[:1], *wp[2:], q.qid, q.olo, q.ohi, q.w, qp,
+                c.HK, c.HV, c.EM, c.AX, c.AT)
+        return kb.run_fixed(kw.wj_ssi_cached, args, mode, self)
+
+    def mbar(self, side, key, t) -> np.ndarray | None:
+        """m̄_b per tuple from this side's cache (synced first): exact where the key's entry is
+        fresh, -1 elsewhere; None before the side's index is built."""
+        b = self.built.get(side)
+        if b is None:
+            return None
+        c = self.cache(side)
+        c.sync(self.op.sides["right" if side == "left" else "left"])
+        return c.mbar(np.ascontiguousarray(key, np.int64), np.ascontiguousarray(t, np.float64), b[1][0])
+
+
+class WJSSI(_Cached, SJSSI):
     """The SSI on the other side's ranges (dynamic partitions of SJSSI) + D over all queries
-    (rebuilt in full at the first probe after the queries changed)."""
+    (rebuilt in full at the first probe after the queries changed) + the skyline cache."""
 
     rebuild = _PerSide.rebuild
     probe = _PerSide.probe
@@ -82,8 +157,12 @@ class WJSSI(SJSSI):
         K, X, S, T = other_index(self.op, side)
         return kb.run_fixed(kw.wj_ssi, (K, X, S, T, key, x, t, *parts, q.qid, q.olo, q.ohi, q.w, qp), mode, self)
 
+    def run_parts(self, side, b, key, x, t, mode, parts):
+        q, wp, qp = b
+        return self._ssi(side, q, wp, qp, key, x, t, mode, parts)
 
-class WJHotspot(SJHotspot):
+
+class WJHotspot(_Cached, SJHotspot):
     def build(self, side):
         tr = self.track[side]
         hq = _Queries(self.op, side, [i for m in tr.hot.values() for i in m])
@@ -101,6 +180,16 @@ class WJHotspot(SJHotspot):
         mlo, mx, size, qid, olo, ohi, w = sel
         q2, i2, o2, c2 = kb.run_fixed(kw.wj_select_first, (K, X, S, T, key, x, t, mlo, mx, size, qid, olo, ohi, w), mode, self)
         return np.concatenate([q1, q2]), np.concatenate([i1, i2]), np.concatenate([o1, o2]), c1 + c2
+
+    def run_parts(self, side, b, key, x, t, mode, parts):
+        hq, wp, qp, sel = b
+        outs = [self._ssi(side, hq, wp, qp, key, x, t, mode, parts)]
+        if sel is not None:
+            mlo, mx, size, qid, olo, ohi, w = sel
+            for p in parts:
+                outs.append(kb.run_fixed(kw.wj_select_first, (p.k, p.kx, p.ks, p.kt, key, x, t, mlo, mx, size, qid,
+                                                              olo, ohi, w), mode, self))
+        return _merge(outs)
 
 
 _ = COLS
