@@ -263,3 +263,39 @@ def test_cache_off_is_the_same():
         for u, v in zip(ra, rb, strict=True):
             assert np.array_equal(u, v)
     assert isinstance(a.plan, WJSSI)
+
+
+def test_dynamic_reads_exact_mbar_from_the_cache():
+    """Dynamic's m̄_b (stats and the router's input) is the brute-force count of unique skyline
+    points of key b inside the window where WJ-SSI's entry is fresh, the estimate elsewhere."""
+    from vigil.joins.dynamic import Dynamic
+
+    rng = np.random.default_rng(4)
+    _, qs = _window_ops([], rng, 90)
+    op = Dynamic("window", "count")
+    for i, q in qs.items():
+        op.register(i, q)
+    n = 400
+    sk = rng.integers(0, 5, n).astype(np.int64)
+    sx = rng.uniform(0, 50, n).round()
+    st = np.arange(n, dtype=float) / 4
+    op.insert("right", np.arange(1, n + 1), sk, sx.reshape(-1, 1), st)
+    key = np.array([0, 1, 2, 3, 9], np.int64)
+    x = np.full(5, 20.0)
+    t = np.full(5, n / 4 + 1.0)
+    op.force = "join_first"
+    op.insert("left", np.array([n + 1]), key[4:], x[4:].reshape(-1, 1), t[4:])  # statistics, plans built
+    before = op.stats("left", key, x, t)["mbar"]
+    op.force = "ssi"
+    op.insert("left", np.arange(n + 2, n + 7), key, x.reshape(-1, 1), t)  # fills the entries
+    got = op.stats("left", key, x, t)
+    wp = op.route["ssi"].built["left"][1]
+    wmax, P = wp[0], wp[1]
+    for j, k in enumerate(key.tolist()[:4]):
+        m = sk == k
+        want = brute(sx[m], st[m], P, t[j], wmax)
+        assert got["mbar"][j] == sum(1 for (_, tt) in want if abs(t[j] - tt) < wmax)
+    assert got["mbar"][4] == 0 and got["mb"][4] == 0
+    assert not np.array_equal(before[:4], got["mbar"][:4])  # the estimate before, exact after
+    op.cache_mbar = False
+    assert np.array_equal(op.stats("left", key, x, t)["mbar"], before)

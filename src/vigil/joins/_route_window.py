@@ -8,8 +8,11 @@ from the statistics the router keeps (:mod:`vigil.joins.histograms`):
 * n', n'' from the bucket histograms of the arriving-side query ranges (all / scattered);
 * m_b, exact (the caller counts it on the stored side's (key, time) order, two binary searches
   per part, :func:`window_partners`);
-* m̄_b = min(m_b, 2 tau (1 + ln(1 + m_b / 2 tau))) and m̄_b^H the same with the hotspot count
-  (expected skyline sizes; no skyline cache to read them from).
+* m̄_b and m̄_b^H read from WJ-SSI's and WJ-Hotspot's skyline caches (exact: the unique skyline
+  points of key b inside the tuple's window) where the key's entry is fresh; elsewhere (key not
+  probed by that plan yet, entry stale after a change of the stabbing points or a w_max
+  increase, no stored partner) the expected skyline size min(m_b, 2 tau (1 + ln(1 + m_b / 2
+  tau))) (tau: the stabbing number, or the hotspot count for m̄_b^H).
 
 Calibration (ours, on by default for window joins): the fitted models price each plan from
 per-tuple timings taken one tuple at a time (warm caches); inside a batch of 1,000 the plans'
@@ -60,16 +63,21 @@ def _hist(a, e0, w, h, n_left, n_right):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _skyline(mb, tau):
+def _skyline(mb, tau, cached):
+    """m̄_b: read from the plan's skyline cache when its entry is fresh (``cached`` >= 0), else the
+    expected skyline size of m_b points over 2 tau slab sides."""
+    if cached >= 0.0:
+        return cached
     tt = 2.0 * max(tau, 1.0)
     return min(mb, tt * (1.0 + math.log1p(mb / tt)))
 
 
 @numba.njit(cache=True, nogil=True)
-def route(key, x, mb, klo, kw, kcounts, ne0, nw, nh, nl, nr, se0, sw, sh, sl, sr, sc, p, cal, split, est, out):
+def route(key, x, mb, mbs, mbh, klo, kw, kcounts, ne0, nw, nh, nl, nr, se0, sw, sh, sl, sr, sc, p, cal, split, est, out):
     """The plan of each tuple into ``out`` (0 join_first, 1 select_first, 2 ssi, 3 hotspot, the
     order of ``vigil.joins.costs.MODELS['window']``); ``p``: its 13 parameters in that order;
-    ``kw`` 0: no key histogram (m' = 0); each plan's estimate is multiplied by ``cal[plan]`` (its
+    ``kw`` 0: no key histogram (m' = 0); ``mbs`` / ``mbh``: m̄_b from WJ-SSI's / WJ-Hotspot's
+    skyline cache (-1: no fresh entry, estimated); each plan's estimate is multiplied by ``cal[plan]`` (its
     calibration factor) before the argmin. The *incumbent* is the plan of lowest calibrated total
     over the batch; another plan keeps its tuples only if their summed calibrated saving exceeds
     ``split`` (us: the fixed cost of one more sub-batch; 0 gives the per-tuple argmin).
@@ -92,8 +100,8 @@ def route(key, x, mb, klo, kw, kcounts, ne0, nw, nh, nl, nr, se0, sw, sh, sl, sr
         m = mb[i]
         cost[i, 0] = p[0] * sc[LS] + p[1] * m * sc[SQ]
         cost[i, 1] = p[2] * sc[LS] + p[3] * sc[LQ] + p[4] * n1 * lmp
-        cost[i, 2] = p[5] * sc[LS] + p[6] * mp + p[7] * _skyline(m, sc[TAU]) * sc[SQ]
-        cost[i, 3] = (p[8] * sc[LS] + p[9] * mp + p[10] * _skyline(m, sc[HOT]) * sc[SQH] + p[11] * sc[LQS]
+        cost[i, 2] = p[5] * sc[LS] + p[6] * mp + p[7] * _skyline(m, sc[TAU], mbs[i]) * sc[SQ]
+        cost[i, 3] = (p[8] * sc[LS] + p[9] * mp + p[10] * _skyline(m, sc[HOT], mbh[i]) * sc[SQH] + p[11] * sc[LQS]
                       + p[12] * n2 * lmp)
         for j in range(PLANS):
             tot[j] += cost[i, j] * cal[j]
@@ -165,13 +173,14 @@ def _pass(op, side, o, key, x, t, out) -> int:
     mb = np.zeros(len(k))
     for part in sd.parts():
         window_partners(part.k2, part.t2, k, tt, float(op._scal["wmax"]), mb)
+    mbs, mbh = op.cached_mbar(side, k, tt)
     sc = op._scal[side]
     sv = scalars(len(sd.seqs), op._scal["Q"], sc["QS"], sc["QH"], sc["tau"], sc["hot"])
     kh, nh, sh = op.keyhist[o], op.nhist[side], op.shist[side]
     cal = op._wcal.get(side)
     if cal is None:
         cal = op._wcal[side] = np.ones(PLANS)
-    return route(k, np.ascontiguousarray(x, np.float64), mb, kh.lo, 0.0 if kh.empty else kh.w, kh.counts,
+    return route(k, np.ascontiguousarray(x, np.float64), mb, mbs, mbh, kh.lo, 0.0 if kh.empty else kh.w, kh.counts,
                  nh.e0, nh.w, nh.h, nh.n_left, nh.n_right, sh.e0, sh.w, sh.h, sh.n_left, sh.n_right,
                  sv, op._wparams, cal, op.split_us, op._est, out)
 

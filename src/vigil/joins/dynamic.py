@@ -18,9 +18,10 @@ statistics of :mod:`vigil.joins.histograms`:
 * |S|, |Q|, tau, hotspot sizes and |Q^S|: exact, from the sides and the trackers;
 * window joins (§4.2): m_b exact, the stored partners of key b within w_max of the tuple's time,
   read from the top level the window plans share (the other side's (key, time) order: two
-  binary searches per part, O(log N) per tuple); m̄_b = min(m_b, 2 tau (1 + ln(1 + m_b / 2
-  tau))) (expected skyline size of m_b random points split over the 2 tau sides of the stabbing
-  points; our WJ-SSI keeps no skyline cache to read it from).
+  binary searches per part, O(log N) per tuple); m̄_b (and m̄_b^H) read from WJ-SSI's (and
+  WJ-Hotspot's) skyline cache where key b's entry is fresh (exact, O(cached points of b));
+  elsewhere (b not probed by that plan yet, stale entry, no partner) the expected skyline size
+  min(m_b, 2 tau (1 + ln(1 + m_b / 2 tau))) (m_b random points over the 2 tau slab sides).
 
 Routing a batch: the statistics and costs are evaluated for all its tuples at once (numpy /
 numba, no Python call per tuple); the batch is split by chosen plan and each plan probes its
@@ -96,6 +97,7 @@ class Dynamic(JoinBase):
     # R.A order (see _run_ordered; docs/experiments/joins.md, part 2)
     skip_partnerless: ClassVar[bool] = True
     window_calibrate: ClassVar[bool] = True  # window joins: plans' factors from measured sub-batches
+    cache_mbar: ClassVar[bool] = True  # window joins: m̄_b from the skyline caches (False: estimate only)
     order_min: ClassVar[int] = 64
     # ... for these plans only: SJ-Hotspot orders its batch itself since 1ac086d (R.A order measured
     # 0.997-1.014x on it, i.e. only the sort's cost), SelectFirst / Vanilla not measured
@@ -245,10 +247,21 @@ class Dynamic(JoinBase):
                 for part in o.parts():
                     _window_partners(part.k2, part.t2, k, tt, float(self._scal["wmax"]), mb)
                 st["mb"] = mb
-            for name, tau in (("mbar", sc["tau"]), ("mbar_h", sc["hot"])):
+            cached = self.cached_mbar(side, key, t)
+            for name, tau, cm in (("mbar", sc["tau"], cached[0]), ("mbar_h", sc["hot"], cached[1])):
                 tt = 2.0 * max(tau, 1)
-                st[name] = np.minimum(st["mb"], tt * (1.0 + np.log1p(st["mb"] / tt)))
+                est = np.minimum(st["mb"], tt * (1.0 + np.log1p(st["mb"] / tt)))
+                st[name] = np.where(cm >= 0, cm, est)
         return st
+
+    def cached_mbar(self, side, key, t) -> tuple[np.ndarray, np.ndarray]:
+        """Window joins: m̄_b per tuple from WJ-SSI's and WJ-Hotspot's skyline caches (exact where
+        the key's entry is fresh, -1 elsewhere: the caller estimates)."""
+        out = []
+        for c in ("ssi", "hotspot"):
+            m = None if c in self.stale or not self.cache_mbar else self.route[c].mbar(side, key, t)
+            out.append(np.full(len(key), -1.0) if m is None else m)
+        return out[0], out[1]
 
     def _exact(self, side, key, x, t) -> dict:
         mp = np.zeros(len(key))
