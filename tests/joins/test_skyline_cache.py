@@ -299,3 +299,29 @@ def test_dynamic_reads_exact_mbar_from_the_cache():
     assert not np.array_equal(before[:4], got["mbar"][:4])  # the estimate before, exact after
     op.cache_mbar = False
     assert np.array_equal(op.stats("left", key, x, t)["mbar"], before)
+
+
+def test_cache_memory_flat_on_a_long_stream():
+    """With max_window, the stored sides are trimmed and the caches over them cleared: the
+    cache's arrays do not grow with the stream (issue 13, deliverable 5)."""
+    rng = np.random.default_rng(9)
+    _, qs = _window_ops([], rng, 60)
+    op = SSI("window", "count")
+    op.retain(40.0)
+    for i, q in qs.items():
+        op.register(i, q)
+    seq, t = 1, 0.0
+    sizes = []
+    for step in range(400):
+        side = "left" if step % 2 else "right"
+        n = 50
+        key = rng.integers(0, 20, n).astype(np.int64)
+        at = rng.uniform(0, 50, (n, 1)).round()
+        tm = t + np.arange(n, dtype=float) / 10
+        t = float(tm[-1]) + 0.1
+        op.insert(side, np.arange(seq, seq + n), key, at, tm)
+        seq += n
+        if step % 50 == 49:
+            sizes.append(op.plan.cache("left").nbytes() + op.plan.cache("right").nbytes())
+    assert max(sizes[3:]) <= 2 * max(sizes[:3]), sizes
+    assert op.plan.cache("left").ST[sc.RECOMPUTED] > 0
