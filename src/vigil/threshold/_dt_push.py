@@ -222,7 +222,7 @@ _GROUP = 16
 
 
 @nb.njit(cache=True, nogil=True)
-def push_dt(xk, w, NR, tbase, tL, tH, tdim, tt, qn, qr, qalive, out_q, out_o, st, floor):
+def push_dt(xk, w, NR, tbase, tL, tH, tdim, PK, P0, bk, tt, qn, qr, qalive, out_q, out_o, st, floor):
     """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) through one structure.
     Each element visits the root-to-leaf path of the primary tree and, for d > 1, of the
     secondary trees of the nodes on it (§6); each visited node of the last dimension gets
@@ -233,7 +233,9 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, tt, qn, qr, qalive, out_q, out_o, st
     path (addresses known, so the misses overlap) and heap inspection. Offsets are exact: an
     element touches at most one node of any query's canonical set, so the order of the counter
     updates *within* one element is immaterial, and nothing phase A reads ever changes.
-    With ``floor`` only counters are maintained. Returns the number of maturities written to
+    With ``bk`` the last-dimension trees are bucketed (``_dt_bucket``): at its leaf (bucket) the
+    element also checks the bucket's private pieces (key ranges ``PK``, rows ``P0 + p``) and bumps
+    those containing it. With ``floor`` only counters are maintained. Returns the number of maturities written to
     ``out_q`` (local query) / ``out_o`` (row), in row order. O(log^d m) per element plus O(log m)
     per signal."""
     n = xk.shape[0]
@@ -266,16 +268,30 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, tt, qn, qr, qalive, out_q, out_o, st
             L = tL[t]
             H = tH[t]
             off = 0
+            row = 0
             if floor:
                 for lev in range(H + 1):
-                    NR[base + off + (leaf >> (H - lev)), 1] += wi
+                    row = base + off + (leaf >> (H - lev))
+                    NR[row, 1] += wi
                     off += ((L - 1) >> (H - lev)) + 1
-                continue
-            for lev in range(H + 1):
-                row = base + off + (leaf >> (H - lev))
-                c = NR[row, 1] + wi
-                NR[row, 1] = c
-                if c >= NR[row, 2]:
-                    nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
-                off += ((L - 1) >> (H - lev)) + 1
+            else:
+                for lev in range(H + 1):
+                    row = base + off + (leaf >> (H - lev))
+                    c = NR[row, 1] + wi
+                    NR[row, 1] = c
+                    if c >= NR[row, 2]:
+                        nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
+                    off += ((L - 1) >> (H - lev)) + 1
+            if bk:
+                # the bucket's private pieces (at most B; at most one per query contains x)
+                v = NR[row, 0]
+                p0 = v >> 32
+                x = xk[i, last]
+                for p in range(p0, p0 + (v & _LO32)):
+                    if PK[p, 0] <= x and x < PK[p, 1]:
+                        r = P0 + p
+                        c = NR[r, 1] + wi
+                        NR[r, 1] = c
+                        if c >= NR[r, 2] and not floor:
+                            nout = _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
     return nout

@@ -49,8 +49,22 @@ def _group_argmin(tt, c0, c1):
     return mk, m
 
 
+@nb.njit(cache=True, inline="always")
+def _participants(e, mm, tL, tH, tbase, pe, P0, out):
+    """Rows of membership e's participants: its canonical nodes, then (bucketed trees,
+    ``_dt_bucket``; ``pe`` empty otherwise) its private pieces. Returns the count."""
+    g = mm[e, 2] >> 32
+    n = _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
+    if pe.shape[0] > 0:
+        for x in range(2):
+            if pe[e, x] >= 0:
+                out[n] = P0 + pe[e, x]
+                n += 1
+    return n
+
+
 @nb.njit(cache=True, nogil=True)
-def heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0):
+def heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0, pe, P0):
     """Last dimension: count the canonical nodes of every membership (tree by tree), give every
     query its query-major entry range ``[poff[q], poff[q+1])`` (membership e starts at
     ``mm[e, 3]``), and lay out the per-node priority queues H(u) in one pool:
@@ -58,6 +72,7 @@ def heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0):
     With ``sq`` non-empty (``sq[u - row0]`` = sqrt of the count of a sample of elements in the
     region of last-dimension node u, see ``dt.py``), also ``Z[q] = sum over q's canonical nodes u
     of sq(u)`` (the normaliser of the first round's split by rate, :func:`build_heaps`).
+    Rows ``>= P0`` are the private pieces of bucketed trees (``pe``, see :func:`_participants`).
     Returns ``(poff, slots, Z)``."""
     R = NR.shape[0]
     k = moff.shape[0] - 1
@@ -67,8 +82,7 @@ def heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0):
     out = np.empty(140, np.int64)
     for x in range(gorder.shape[0]):
         e = gorder[x]
-        g = mm[e, 2] >> 32
-        n = _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
+        n = _participants(e, mm, tL, tH, tbase, pe, P0, out)
         mm[e, 3] = n
         for y in range(n):
             cnt[out[y]] += 1
@@ -95,7 +109,7 @@ def heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0):
 
 
 @nb.njit(cache=True, nogil=True)
-def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr, Z, sq, row0):
+def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr, Z, sq, row0, pe, P0):
     """Fill the priority queues laid out by :func:`heap_layout` (``tt``, ``qn``, ``qr`` allocated
     by the caller: int64[slots, 2], int32[E, 2], zeroed int64[k+1, 4]) and start one
     distributed-tracking instance per query (§3.2/§7: if ``tau > DIRECT h``, slack unit
@@ -127,13 +141,12 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr, Z, sq, row
     for x in range(gorder.shape[0]):
         e = gorder[x]
         gq = mm[e, 2]
-        g = gq >> 32
         q = gq & _LO32
         lam = qr[q, 1]
         key = (1 + SHARE) * lam if lam > 0 else 1  # no rates known: every share SHARE
         split = sampled and lam > 0 and Z[q] > 0.0
         f = SHARE * (poff[q + 1] - poff[q]) / Z[q] if split else 0.0
-        n = _decompose(mm[e, 0], mm[e, 1], tL[g], tH[g], tbase[g], out)
+        n = _participants(e, mm, tL, tH, tbase, pe, P0, out)
         j = mm[e, 3]
         for y in range(n):
             r = out[y]

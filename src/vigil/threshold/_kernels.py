@@ -59,6 +59,7 @@ tracking) — and are re-exported here, the one namespace ``dt.py`` uses.
 
 from __future__ import annotations
 
+from ._dt_bucket import bucketize, link_buckets  # noqa: F401
 from ._dt_build import level_canonical, level_fill, level_sizes, merge_order, next_groups  # noqa: F401
 from ._dt_keys import (  # noqa: F401
     I64_MAX,

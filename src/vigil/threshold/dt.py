@@ -73,9 +73,18 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   Q(u) (queries having u canonical) owns a dimension-(i+1) tree on the endpoints of Q(u); the
   participants of q are its canonical nodes in the last-dimension trees (their regions partition
   R_q, h = O(log^d m)). Built level by level, one bucket fill in global key order per dimension.
+  For d >= 2 the last-dimension trees are *bucketed* (``_dt_bucket``, ``BUCKET`` = B endpoints
+  per bucket; not in the paper): a tree stops at buckets of <= B endpoints, and the <= 2 partial
+  buckets of a query's range become private participants with their own exact counters (an element
+  checks the <= B pieces of the bucket it reaches). This replaces the ~log2 B (up
+  to 2 log2 B) canonical nodes below the bucket level of each secondary decomposition by <= 2
+  entries: fig3 2D at m = 100k, h 128.7 -> 88.2 (B = 32) / 56.7 (B = 256).
 
 Bounds (Theorem 1, d constant): total time O(n log^(d+1) m + m log^(d+1) m log tau_max) for n
-elements and m registrations; space O(m_alive log^d m_alive) words.
+elements and m registrations; space O(m_alive log^d m_alive) words. With bucketing (d >= 2) an
+element also pays O(B log^(d-1) m) private checks per structure, and h = O(log^(d-1) m (log(m/B)
++ 2)) (the message bound O(h log tau) per query holds with this h: the private pieces are
+participants with exact counters).
 
 ``DT(dim, floor_only=True)`` runs only the counter-maintenance pass on push (nothing matures):
 the benchmark's cost floor.
@@ -90,6 +99,7 @@ import numpy as np
 from . import ThresholdOperator
 from . import _kernels as K
 from ._dt_order import local_order as _local_order
+from ._dt_pool import REUSE_SLACK, _madvise_hugepage, _owner, _take  # noqa: F401 (REUSE_SLACK: API)
 from ._limits import weight_cuts
 
 #: elements processed per kernel call inside one push; rebuild conditions are checked between
@@ -99,8 +109,8 @@ TAU_CAP = 1 << 62
 #: a structure whose counters could exceed this with the next chunk is rebuilt first (counters
 #: <= total weight since build; keys sigma = c + lambda < COUNTER_LIMIT + TAU_CAP < 2**63)
 COUNTER_LIMIT = float(1 << 61)
-#: a rebuild reuses a buffer of the structure it replaces only if it needs >= 1/REUSE_SLACK of it
-REUSE_SLACK = 4
+#: endpoints per bucket of the last-dimension trees for d >= 2 (``_dt_bucket``; 0 = not bucketed)
+BUCKET = 32
 #: ask for transparent huge pages for the structures' arrays (numpy's default for large arrays).
 #: Off: with the kernel's usual THP defrag policy ("madvise": compaction at fault time) faulting
 #: them in cost far more than the TLB misses they save (measured on the fig3 1D trace at m = 1M:
@@ -126,41 +136,11 @@ def _warmup() -> None:
     op.terminate([2])
 
 
-def _madvise_hugepage(on: bool) -> bool:
-    """numpy's process-wide huge-page hint for new large arrays; returns the previous setting."""
-    try:
-        from numpy._core.multiarray import _set_madvise_hugepage
-    except ImportError:  # pragma: no cover - other numpy layouts: leave numpy's default
-        return on
-    return bool(_set_madvise_hugepage(on))
-
-
-def _take(pool: list[np.ndarray] | None, shape: tuple[int, ...], dtype) -> np.ndarray:
-    """An uninitialised array of ``shape``: carved from the smallest released buffer of ``pool``
-    that is large enough but at most ``REUSE_SLACK`` times too large (memory already faulted in:
-    no page zeroing by the kernel; the bound keeps space O(m_alive) through the halvings of §4),
-    else new."""
-    need = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    if pool:
-        fits = [i for i, b in enumerate(pool) if need <= b.nbytes <= REUSE_SLACK * max(need, 1 << 16)]
-        if fits:
-            b = pool.pop(min(fits, key=lambda i: pool[i].nbytes))
-            return b[:need].view(dtype).reshape(shape)
-    return np.empty(shape, dtype=dtype)
-
-
 #: elements remembered for the rate estimate of a new structure's first round
 SAMPLE = 4096
 #: the tracking arrays of ``push_dt``, unused by its counter-only pass
 _NO_TRACKING = (np.zeros((1, 2), np.int64), np.zeros((1, 2), np.int32), np.zeros((2, 4), np.int64),
                 np.zeros(1, np.uint8), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(8, np.int64))
-
-
-def _owner(a: np.ndarray) -> np.ndarray:
-    """The array owning ``a``'s memory (made by np.empty, contiguous)."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
 
 
 class _Structure:
@@ -189,6 +169,9 @@ class _Structure:
         "n_alive",
         "n_built",
         "wsum",
+        "PK",
+        "P0",
+        "bk",
     )
 
     def __init__(self, qids: np.ndarray, klo: np.ndarray, khi: np.ndarray, rem: np.ndarray,
@@ -208,6 +191,8 @@ class _Structure:
         NR = np.empty((0, 4), dtype=np.int64)
         # Big arrays are allocated here, in numpy (from the pool of a replaced structure when
         # possible; huge pages per HUGEPAGES, see DT._build), and filled by the kernels.
+        bk = d > 1 and BUCKET > 0  # bucketed last-dimension trees (``_dt_bucket``)
+        pe, PK, P0 = np.empty((0, 2), np.int64), np.empty((0, 2), np.int64), 0
         for dim in range(d):
             kl = np.ascontiguousarray(klo[:, dim])
             kh = np.ascontiguousarray(khi[:, dim])
@@ -217,11 +202,17 @@ class _Structure:
                 order = np.argsort(np.concatenate([kl, kh]), kind="stable")
             last = dim == d - 1
             buf, boff, tL, tH, tbase, mm, nrows, gorder = K.level_sizes(kl, kh, order, moff, mgrp, G)
-            grown = _take(pool, (row0 + nrows, 4), np.int64)
+            if last and bk:
+                buf, tL, tH, tbase, nrows, pe, PK, pstart, gb0 = K.bucketize(buf, boff, tL, mm, G, BUCKET)
+                boff = gb0
+            P0 = row0 + nrows
+            grown = _take(pool, (P0 + PK.shape[0], 4), np.int64)
             grown[:row0] = NR  # earlier levels are geometrically smaller
             NR = grown
             block = NR[row0:]
             K.level_fill(G, row0, last, buf, boff, tL, tH, tbase, block)
+            if last and bk:
+                K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0)
             tb.append(tbase)
             tl.append(tL)
             th.append(tH)
@@ -232,6 +223,7 @@ class _Structure:
                 mgrp, G = K.next_groups(prow, row0, nrows, block, ntrees)
                 moff = poff
                 row0 += nrows
+        self.PK, self.P0, self.bk = PK, P0, bk
         self.NR = NR
         self.tbase = np.concatenate(tb)
         self.tL = np.concatenate(tl)
@@ -240,11 +232,12 @@ class _Structure:
         # rates for the first round's slack split: the counts of a sample of recent elements
         sq = np.empty(0, np.float32)
         if sample is not None and sample[1].shape[0] > 0:
-            K.push_dt(sample[0], sample[1], NR, self.tbase, self.tL, self.tH, self.tdim, *_NO_TRACKING, True)
+            K.push_dt(sample[0], sample[1], NR, self.tbase, self.tL, self.tH, self.tdim, PK, P0, bk, *_NO_TRACKING,
+                      True)
             sq = np.sqrt(NR[row0:, 1], dtype=np.float32)  # sqrt(rate) of each last-dimension node
             NR[row0:, 1] = 0  # counters start at 0
         # the last dimension's entries are laid out and written tree by tree (locality)
-        poff, slots, Z = K.heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0)
+        poff, slots, Z = K.heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0, pe, P0)
         E = int(poff[-1])
         if NR.shape[0] >= 2**31 or slots >= 2**31:
             raise MemoryError("DT structure too large for 32-bit entry indices")
@@ -252,7 +245,7 @@ class _Structure:
         self.qn = _take(pool, (E, 2), np.int32)
         self.qr = _take(pool, (k + 1, 4), np.int64)
         self.qr.fill(0)
-        K.build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, self.tt, self.qn, self.qr, Z, sq, row0)
+        K.build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, self.tt, self.qn, self.qr, Z, sq, row0, pe, P0)
         self.qalive = np.ones(k, dtype=np.uint8)
         self.out_q = np.empty(k, dtype=np.int64)
         self.out_o = np.empty(k, dtype=np.int64)
@@ -283,7 +276,7 @@ class _Structure:
 
     def nbytes(self) -> int:
         """Bytes held (a reused buffer counts whole)."""
-        return sum(_owner(getattr(self, a)).nbytes for a in self.__slots__ if a not in ("n_alive", "n_built", "wsum"))
+        return sum(_owner(getattr(self, a)).nbytes for a in self.__slots__ if a not in ("n_alive", "n_built", "wsum", "P0", "bk"))
 
 
 class DT(ThresholdOperator):
@@ -521,6 +514,9 @@ class DT(ThresholdOperator):
                     t.tL,
                     t.tH,
                     t.tdim,
+                    t.PK,
+                    t.P0,
+                    t.bk,
                     t.tt,
                     t.qn,
                     t.qr,

@@ -1,0 +1,179 @@
+"""DT kernels: bucketed leaves of the last-dimension trees (d >= 2; a variant of paper 000 §6's
+layered endpoint trees, to cut the entries per query h; 1D is not bucketed).
+
+A last-dimension tree on the distinct keys K[0] < ... < K[L-1] of its queries' endpoints is cut
+into *buckets* of consecutive keys holding at most B endpoints each (greedy, left to right; a key
+with more than B endpoints forms a bucket alone); the tree is then built on the buckets' first
+keys only (its leaves are the buckets). A query's key range [K[a], K[b]) is split into
+
+* the buckets it covers completely: their canonical nodes in the reduced tree, as before;
+* at most two *private* pieces: [K[a], end of a's bucket) if K[a] does not start its bucket, and
+  [start of b's bucket, K[b]) if K[b] does not start its bucket (one piece [K[a], K[b]) if both
+  lie in one bucket). A private piece is a participant of its own: a row of ``NR`` with its own
+  counter (the weight of the elements of the piece's region since the build) and a queue of one
+  entry, tracked like any node (§3.2/§7: exact counter, same signals and rounds).
+
+An element that reaches bucket j of a tree (its reduced leaf) also checks the private pieces of j
+(key ranges in ``PK``) and bumps the counters of those containing it. Every private piece of a
+bucket comes from an endpoint of that bucket that does not start it, so a bucket has at most B of
+them: O(B) extra per element and visited last-dimension tree, and the regions of a query's
+participants still partition its range (an element touches at most one of them).
+
+What changes in the bounds (per membership = a query in a last-dimension tree): the canonical
+nodes below the bucket level (about log2 B, up to 2 log2 B) become at most 2 private pieces, so
+h = O(log m (log(m/B) + 2)) entries per query in 2D; tree rows shrink by ~B; an element costs
+O(log^d m + B log^(d-1) m); the message bound O(h log tau) of distributed tracking holds with the
+new h (the private pieces are participants with exact counters).
+
+Layout: the leaf rows of a bucketed tree keep ``p0 << 32 | count`` in column 0 (their split key
+is unused): the bucket's private pieces are ``PK[p0 : p0 + count]`` (int64 [lo, hi) key ranges,
+hi = INT64_MAX: unbounded), rows ``P0 + p`` of ``NR``.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ._dt_build import _height
+from ._dt_keys import I64_MAX
+
+
+@nb.njit(cache=True, nogil=True)
+def bucketize(buf, boff, tL, mm, G, B):
+    """Cut the G trees of the last dimension (keys ``buf[boff[g]:boff[g]+tL[g]]``, memberships
+    ``mm`` with leaf ranges [a, b), b >= tL: unbounded, see ``level_sizes``) into buckets of at most
+    B endpoints; rewrite every membership's range in ``mm[:, 0:2]`` to the buckets it covers
+    completely (empty: [0, 0); unbounded: 2**H) and list its private pieces.
+
+    Returns ``(buf2, tL2, tH2, tbase2, nrows2, pe, PK, pstart, gb0)``: the reduced trees' keys
+    (``buf2[gb0[g]:gb0[g+1]]``), sizes, heights, row offsets (from 0) and row count; ``pe[e]`` =
+    the private pieces of membership e (indices into ``PK``, -1 = none); ``PK`` their key ranges,
+    grouped by bucket: bucket j of tree g holds ``PK[pstart[gb0[g]+j] : pstart[gb0[g]+j+1]]``."""
+    M = mm.shape[0]
+    nb_ = boff[G]
+    ec = np.zeros(nb_, np.int64)
+    for e in range(M):
+        g = mm[e, 2] >> 32
+        s = boff[g]
+        ec[s + mm[e, 0]] += 1
+        if mm[e, 1] < tL[g]:
+            ec[s + mm[e, 1]] += 1
+    bidx = np.empty(nb_, np.int64)  # bucket of each leaf (within its tree)
+    gb0 = np.empty(G + 1, np.int64)
+    tot = 0
+    for g in range(G):
+        s = boff[g]
+        gb0[g] = tot
+        j = 0
+        acc = 0
+        for x in range(tL[g]):
+            c = ec[s + x]
+            if x > 0 and acc + c > B:
+                j += 1
+                acc = c
+            else:
+                acc += c
+            bidx[s + x] = j
+        tot += j + 1
+    gb0[G] = tot
+    first = np.empty(tot, np.int64)  # first leaf of each bucket
+    buf2 = np.empty(tot, np.int64)
+    for g in range(G):
+        s = boff[g]
+        prev = -1
+        for x in range(tL[g]):
+            j = bidx[s + x]
+            if j != prev:
+                first[gb0[g] + j] = x
+                buf2[gb0[g] + j] = buf[s + x]
+                prev = j
+    tL2 = np.empty(G, np.int64)
+    tH2 = np.empty(G, np.int64)
+    tbase2 = np.empty(G, np.int64)
+    nrows = 0
+    for g in range(G):
+        w = gb0[g + 1] - gb0[g]
+        tL2[g] = w
+        H = _height(w)
+        tH2[g] = H
+        tbase2[g] = nrows
+        for t in range(H + 1):
+            nrows += ((w - 1) >> (H - t)) + 1
+    # two passes over the memberships: count the pieces per bucket, then place them
+    pstart = np.zeros(tot + 1, np.int64)
+    pe = np.full((M, 2), -1, np.int64)
+    PK = np.empty((0, 2), np.int64)
+    fill = np.empty(tot, np.int64)
+    for pas in range(2):
+        if pas == 1:
+            for x in range(tot):
+                pstart[x + 1] += pstart[x]
+            PK = np.empty((pstart[tot], 2), np.int64)
+            fill[:] = pstart[:tot]
+        for e in range(M):
+            g = mm[e, 2] >> 32
+            s = boff[g]
+            L = tL[g]
+            L2 = tL2[g]
+            b0 = gb0[g]
+            a = mm[e, 0]
+            b = mm[e, 1]
+            unb = b >= L
+            ja = bidx[s + a]
+            astart = first[b0 + ja] == a
+            fa = ja if astart else ja + 1
+            jb = L2 if unb else bidx[s + b]
+            fb = jb
+            left = not astart
+            right = (not unb) and first[b0 + jb] != b and not (jb == ja and left)
+            if pas == 0:
+                if left:
+                    pstart[b0 + ja + 1] += 1
+                if right:
+                    pstart[b0 + jb + 1] += 1
+                continue
+            if left:
+                p = fill[b0 + ja]
+                fill[b0 + ja] = p + 1
+                PK[p, 0] = buf[s + a]
+                if (not unb) and jb == ja:
+                    PK[p, 1] = buf[s + b]
+                else:
+                    PK[p, 1] = buf2[b0 + ja + 1] if ja + 1 < L2 else I64_MAX
+                pe[e, 0] = p
+            if right:
+                p = fill[b0 + jb]
+                fill[b0 + jb] = p + 1
+                PK[p, 0] = buf2[b0 + jb]
+                PK[p, 1] = buf[s + b]
+                pe[e, 1] = p
+            if fa < fb:
+                mm[e, 0] = fa
+                mm[e, 1] = (np.int64(1) << tH2[g]) if unb else fb
+            else:
+                mm[e, 0] = 0
+                mm[e, 1] = 0
+    return buf2, tL2, tH2, tbase2, nrows, pe, PK, pstart, gb0
+
+
+@nb.njit(cache=True, nogil=True)
+def link_buckets(NR, P0, tbase, tL, tH, pstart, gb0):
+    """After ``level_fill`` of the reduced trees (``tbase`` absolute): write ``p0 << 32 | count`` into
+    column 0 of every leaf row (the bucket's private pieces) and initialise the private rows
+    ``NR[P0:]`` (no split key, counter 0, empty queue)."""
+    G = tL.shape[0]
+    for g in range(G):
+        L = tL[g]
+        H = tH[g]
+        off = 0
+        for t in range(H):
+            off += ((L - 1) >> (H - t)) + 1
+        for j in range(L):
+            x = gb0[g] + j
+            NR[tbase[g] + off + j, 0] = (pstart[x] << 32) | (pstart[x + 1] - pstart[x])
+    for r in range(P0, NR.shape[0]):
+        NR[r, 0] = I64_MAX
+        NR[r, 1] = 0
+        NR[r, 2] = I64_MAX
+        NR[r, 3] = 0
