@@ -6,7 +6,7 @@ Usage: python docs/experiments/joins/wj_ssi_cache.py [n] [chunks] [batch] [scena
 One count-mode operator (the bench's ``load('window', n, n)``: Table I select workload, B
 domain 100, windows ~ Uni(0.1, 0.2) x |S| time units, S.T = 0..|S|-1) forced to WJ-SSI; each
 chunk of ``batch`` arriving R tuples is pushed with the cache on and off (random order per
-chunk), CPU time (thread_time) of each push, after one untimed warm-up chunk. Scenarios: ``static``: R arrivals only, times
+chunk), CPU time (thread_time) of each push, after two untimed warm-up chunks. Scenarios: ``static``: R arrivals only, times
 ns + i/1000 (the window stays full: m_b ~ 0.2 m'); ``stream``: before each chunk a batch of
 ``batch`` S tuples arrives (keys and C drawn from the stored ones, times continuing), so the
 cache folds inserts in between probes, and the window slides. Prints tuples per CPU second of
@@ -39,7 +39,7 @@ cpu = {True: 0.0, False: 0.0}
 per: dict[bool, list[float]] = {True: [], False: []}
 T = float(n)
 seq = 10 * n
-for c in range(-1, chunks):  # chunk -1: untimed warm-up (kernels loaded, entries filled)
+for c in range(-2, chunks):  # chunks -2, -1: untimed warm-up (kernels loaded, entries filled)
     sl = slice(max(c, 0) * B, (max(c, 0) + 1) * B)
     if scenario == "stream":
         pick = rng.integers(0, len(sk), B)

@@ -11,7 +11,7 @@ import numba
 import numpy as np
 
 from ._join_kernels_band import put_one, put_range
-from ._join_kernels_select import key_block, stab_intervals, xlb, xub
+from ._join_kernels_select import gallop_lb_back, gallop_ub, key_block, stab_intervals, xlb, xub
 from ._rtree import stab
 from ._skyline_cache import lookup
 
@@ -183,12 +183,17 @@ def wj_ssi(K, X, S, T, kb, av, tv, wmax, P, root, NB, NC, IB, IQ, Qid, OLO, OHI,
 
 
 @numba.njit(cache=True, nogil=True)
-def wj_ssi_cached(K1, X1, S1, T1, K2, X2, S2, T2, kb, av, tv, wmax, root, NB, NC, IB, IQ, Qid, OLO, OHI, W,
-                  QP, HK, HV, EM, AX, AT, mode, oq, oi, oo):
+def wj_ssi_cached(K1, X1, S1, T1, Kt1, Xt1, St1, Tt1, K2, X2, S2, T2, Kt2, Xt2, St2, Tt2, kb, av, tv, wmax,
+                  root, NB, NC, IB, IQ, Qid, OLO, OHI, W, QP, QG, tau, HK, HV, EM, AX, AT, mode, oq, oi, oo):
     """WJ-SSI (§3.3.2, Fig. 6, Theorem 4) over the skyline cache (:mod:`vigil.joins._skyline_cache`,
     made fresh for the batch's keys beforehand): probe D with the cached skyline points of key b
-    inside the window, then each affected query walks the partner block of each stored part
-    (K1.., K2..: the sorted main part and buffer) outward from its group's stabbing point.
+    inside the window, then each affected query collects its pairs in each stored part (K1..,
+    K2..: the main part and the buffer, in (key, C) order; Kt1.., Kt2..: the same in (key, T)
+    order): the partners in its C range walked outward from its group's stabbing point (QG: its
+    group; the point's position found once per group and part, the range ends by galloping), or the
+    part's partners inside w_max (a suffix of the (key, T) order) when these are fewer, and no
+    walk in a part without one (an affected query is affected through one part, maybe not
+    the other).
     O(log m + m̄_b' + m̄_b g3(n) + k') per arriving tuple, m̄_b' the cached (untrimmed) points.
     Reads the cache only (run_fixed may rerun it)."""
     n = 0
@@ -198,6 +203,8 @@ def wj_ssi_cached(K1, X1, S1, T1, K2, X2, S2, T2, kb, av, tv, wmax, root, NB, NC
     stack = np.empty(16 * 64, np.int64)
     seen = np.zeros(nq, np.int64)
     aff = np.empty(nq + 1, np.int64)
+    gpos = np.empty(max(tau, 1), np.int64)
+    gst = np.zeros(max(tau, 1), np.int64)
     for i in range(len(kb)):
         a = av[i]
         t = tv[i]
@@ -225,22 +232,50 @@ def wj_ssi_cached(K1, X1, S1, T1, K2, X2, S2, T2, kb, av, tv, wmax, root, NB, NC
             for u in range(na):
                 n = put_one(oq, oi, oo, n, Qid[aff[u]], i)
             continue
-        n, cnt = _walk(K1, X1, S1, T1, kb[i], t, aff, na, QP, OLO, OHI, W, Qid, i, mode, oq, oi, oo, n, cnt)
-        n, cnt = _walk(K2, X2, S2, T2, kb[i], t, aff, na, QP, OLO, OHI, W, Qid, i, mode, oq, oi, oo, n, cnt)
+        n, cnt = _walk(K1, X1, S1, T1, Kt1, Xt1, St1, Tt1, kb[i], t, wmax, aff, na, QP, QG, gpos, gst, 2 * i + 1,
+                       OLO, OHI, W, Qid, i, mode, oq, oi, oo, n, cnt)
+        n, cnt = _walk(K2, X2, S2, T2, Kt2, Xt2, St2, Tt2, kb[i], t, wmax, aff, na, QP, QG, gpos, gst, 2 * i + 2,
+                       OLO, OHI, W, Qid, i, mode, oq, oi, oo, n, cnt)
     return n, cnt
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _walk(K, X, S, T, b, t, aff, na, QP, OLO, OHI, W, Qid, i, mode, oq, oi, oo, n, cnt):
-    """The pairs of the na affected queries aff[:na] in one stored part's block of key b."""
+def _walk(K, X, S, T, Kt, Xt, St, Tt, b, t, wmax, aff, na, QP, QG, gpos, gst, stamp, OLO, OHI, W, Qid, i, mode, oq, oi,
+          oo, n, cnt):
+    """The pairs of the na affected queries aff[:na] in one stored part's block of key b: per
+    query the cheaper of its C range (in (key, C) order) and the part's partners inside w_max
+    (a suffix of the (key, T) order: times ascending inside a key)."""
     b0, b1 = key_block(K, b)
     if b0 == b1:
         return n, cnt
+    c0, c1 = key_block(Kt, b)
+    lo, hi = c0, c1  # first partner with t - T < w_max
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if t - Tt[m] < wmax:
+            hi = m
+        else:
+            lo = m + 1
+    if lo == c1:
+        return n, cnt  # no partner of b in this part inside the window
     for u in range(na):
         j = aff[u]
-        pos = xlb(X, QP[j], b0, b1)
-        e = xub(X, OHI[j], pos, b1)
+        g = QG[j]
+        if gst[g] != stamp:
+            gst[g] = stamp
+            gpos[g] = xlb(X, QP[j], b0, b1)
+        pos = gpos[g]
+        e = gallop_ub(X, OHI[j], pos, b1)
+        s = gallop_lb_back(X, OLO[j], b0, pos)
+        if c1 - lo < e - s:
+            for k in range(lo, c1):
+                x = Xt[k]
+                if OLO[j] <= x and x <= OHI[j] and abs(t - Tt[k]) < W[j]:
+                    if mode == 2:
+                        cnt += 1
+                    else:
+                        n = put_range(oq, oi, oo, n, Qid[j], i, St, k, k + 1)
+            continue
         n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], pos, e, i, Qid[j], mode, oq, oi, oo, n, cnt)
-        s = xlb(X, OLO[j], b0, pos)
         n, cnt = _scan(X, S, T, t, OLO[j], OHI[j], W[j], s, pos, i, Qid[j], mode, oq, oi, oo, n, cnt)
     return n, cnt

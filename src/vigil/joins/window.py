@@ -79,11 +79,12 @@ def _merge(outs):
 
 
 def _part_arrays(parts):
-    """(K, X, S, T) of the main part and of the buffer (empty arrays for a missing part)."""
+    """(K, X, S, T) in (key, C) order and the same in (key, T) order, of the main part and of
+    the buffer (empty arrays for a missing part)."""
     e, ei = np.empty(0), np.empty(0, np.int64)
-    out = [(p.k, p.kx, p.ks, p.kt) for p in parts[:2]]
+    out = [(p.k, p.kx, p.ks, p.kt, p.k2, p.x2, p.s2, p.t2) for p in parts[:2]]
     while len(out) < 2:
-        out.append((ei, e, ei, e))
+        out.append((ei, e, ei, e, ei, e, ei, e))
     return (*out[0], *out[1])
 
 
@@ -112,7 +113,7 @@ class _Cached:
             return _merge(outs)
         return self.run_parts(side, self.built[side], key, x, t, mode, parts)
 
-    def _ssi(self, side, q, wp, qp, key, x, t, mode, parts):
+    def _ssi(self, side, q, wp, qp, qg, key, x, t, mode, parts):
         wmax, P = wp[0], wp[1]
         c = self.cache(side)
         c.set_points(P)
@@ -123,7 +124,7 @@ class _Cached:
             return z, z, z, 0
         key = np.ascontiguousarray(key, np.int64)
         c.prepare(parts, key, float(ok.min()), wmax)
-        args = (*_part_arrays(parts), key, x, t, *wp[:1], *wp[2:], q.qid, q.olo, q.ohi, q.w, qp,
+        args = (*_part_arrays(parts), key, x, t, *wp[:1], *wp[2:], q.qid, q.olo, q.ohi, q.w, qp, qg, len(P),
                 c.HK, c.HV, c.EM, c.AX, c.AT)
         return kb.run_fixed(kw.wj_ssi_cached, args, mode, self)
 
@@ -150,16 +151,18 @@ class WJSSI(_Cached, SJSSI):
         q = _Queries(self.op, side)
         groups = sorted((p.point[g], sorted(m)) for g, m in p.groups.items())
         p.drain_dirty()
-        return q, _wj_ssi_parts(q, groups), _qp(q, groups)
+        wp = _wj_ssi_parts(q, groups)
+        qp = _qp(q, groups)
+        return q, wp, qp, np.searchsorted(wp[1], qp).astype(np.int64)
 
     def run(self, side, b, key, x, t, mode):
-        q, parts, qp = b
+        q, parts, qp, _ = b
         K, X, S, T = other_index(self.op, side)
         return kb.run_fixed(kw.wj_ssi, (K, X, S, T, key, x, t, *parts, q.qid, q.olo, q.ohi, q.w, qp), mode, self)
 
     def run_parts(self, side, b, key, x, t, mode, parts):
-        q, wp, qp = b
-        return self._ssi(side, q, wp, qp, key, x, t, mode, parts)
+        q, wp, qp, qg = b
+        return self._ssi(side, q, wp, qp, qg, key, x, t, mode, parts)
 
 
 class WJHotspot(_Cached, SJHotspot):
@@ -169,10 +172,13 @@ class WJHotspot(_Cached, SJHotspot):
         groups = sorted((tr.hot_point(h), sorted(m)) for h, m in tr.hot.items())
         sq = _Queries(self.op, side, list(tr.scattered.iv))
         tr.drain_changes()
-        return hq, _wj_ssi_parts(hq, groups), _qp(hq, groups), sq.stab_index() if len(sq.qid) else None
+        wp = _wj_ssi_parts(hq, groups)
+        qp = _qp(hq, groups)
+        return (hq, wp, qp, sq.stab_index() if len(sq.qid) else None,
+                np.searchsorted(wp[1], qp).astype(np.int64))
 
     def run(self, side, b, key, x, t, mode):
-        hq, parts, qp, sel = b
+        hq, parts, qp, sel, _ = b
         K, X, S, T = other_index(self.op, side)
         q1, i1, o1, c1 = kb.run_fixed(kw.wj_ssi, (K, X, S, T, key, x, t, *parts, hq.qid, hq.olo, hq.ohi, hq.w, qp), mode, self)
         if sel is None:
@@ -182,8 +188,8 @@ class WJHotspot(_Cached, SJHotspot):
         return np.concatenate([q1, q2]), np.concatenate([i1, i2]), np.concatenate([o1, o2]), c1 + c2
 
     def run_parts(self, side, b, key, x, t, mode, parts):
-        hq, wp, qp, sel = b
-        outs = [self._ssi(side, hq, wp, qp, key, x, t, mode, parts)]
+        hq, wp, qp, sel, qg = b
+        outs = [self._ssi(side, hq, wp, qp, qg, key, x, t, mode, parts)]
         if sel is not None:
             mlo, mx, size, qid, olo, ohi, w = sel
             for p in parts:
