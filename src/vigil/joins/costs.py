@@ -18,8 +18,10 @@ window joins (§4.2, Theorem 4; m_b partners inside w_max, m̄_b their skyline p
   select_first a log|S| + b log|Q| + g n' log m'
   ssi          a log|S| + c m' + d m̄_b sqrt|Q|
   hotspot      a log|S| + c m' + d m̄_b^H sqrt|Q^H| + b log|Q^S| + g n'' log m'
-  (c m', not Theorem 4's m_b: our WJ-SSI recomputes the skylines in one pass over the key's
-  whole block at every probe, see window.py)
+  (c m', not Theorem 4's m_b': fitted when our WJ-SSI recomputed the skylines in one pass over
+  the key's whole block at every probe; since the skyline cache (window.py) a fresh key costs
+  a pass over its cached points only, so this term now overprices WJ-SSI / WJ-Hotspot until
+  the window models are refitted; m̄_b itself is read from the cache where fresh)
 band joins (§4.2, Theorem 2; tuple-independent: |Q|, |S|, tau, hotspots):
   ssi a log|S| + b tau log|S|;  qouter a log|S| + b |Q| log|S|;  douter a log|S| + b |S| log|Q|;
   mj b (|S| + |Q|);  hotspot a log|S| + b |J_H| log|S| + c |Q^S| log|S|
