@@ -54,7 +54,6 @@ import re
 import struct
 import threading
 import time
-from concurrent.futures import Future
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -187,23 +186,13 @@ class DriverProcessor(BaseProcessor):
             ops, rows, files = self.collect_split(df)
             self.process_batch(batch_id, ops, rows, files, t0, time.perf_counter() - t0)
             return
-        # operations first (one small job), so that the engine applies them while Spark reads
-        # the rows (a burst of registrations costs the engine more than reading a file)
-        from pyspark.sql import functions as F
-
+        # One Spark job. The DataFrame foreachBatch gets is the micro-batch's executed plan (a
+        # LogicalRDD), so filtering it for the operation files (an earlier design: operations
+        # first, rows in a second job) read every file of the batch twice; split on the driver.
         order = self.manifests.read(batch_id)  # Spark runs K again after a crash: the order of the first attempt
-        op = F.col("_op")
-        ops, _, op_files = self.collect_split(df.filter(op.isNotNull()).select("_file", "_mtime", "_op"), order)
-        rows_f: Future = Future()
-        self._hand_over((batch_id, ops, rows_f, op_files, t0, 0.0))
-        try:
-            _, rows, row_files = self.collect_split(df.filter(op.isNull()).drop("_op"), order)
-            files = op_files + row_files
-            self.manifests.write(batch_id, files)  # durable before Spark commits the batch
-        except BaseException as e:
-            rows_f.set_exception(e)
-            raise
-        rows_f.set_result((rows, files, time.perf_counter() - t0))
+        ops, rows, files = self.collect_split(df, order)
+        self.manifests.write(batch_id, files)  # durable before Spark commits the batch
+        self._hand_over((batch_id, ops, rows, files, t0, time.perf_counter() - t0))
 
     def _hand_over(self, item: tuple) -> None:
         """Queue a batch for the engine thread; waits while the engine is a whole batch behind."""
@@ -219,18 +208,15 @@ class DriverProcessor(BaseProcessor):
             except queue.Full:
                 continue
 
-    def process_batch(self, batch_id: int, ops: list[str], rows: pa.Table | Future, files: list[str], t0: float,
+    def process_batch(self, batch_id: int, ops: list[str], rows: pa.Table, files: list[str], t0: float,
                       t_collect: float) -> None:
-        """Batch ``batch_id`` through the engine: outputs, snapshot, metrics. ``rows`` may be a
-        Future of (rows, files, collect seconds) that Spark completes while operations apply."""
+        """Batch ``batch_id`` through the engine: outputs, snapshot, metrics."""
         eng = self.engine_before(batch_id)
         before = counts_of(eng, self.reorder)
         t1 = time.perf_counter()
         if ops:
             eng.add_operations(ops)
         t_engine = time.perf_counter() - t1
-        if isinstance(rows, Future):
-            rows, files, t_collect = rows.result()
         t1 = time.perf_counter()
         rows, late = self.reorder_rows(rows)
         out = eng.process(rows)
