@@ -51,7 +51,7 @@ def test_participants_partition_every_range(bucket, B, dom):
     op = DT(2, floor_only=True)
     op.register(np.arange(k), lo, hi, np.full(k, 1000))
     t = _structure(op)
-    assert t.bk and (B == 1 or t.PK.shape[0] > 0)  # B = 1: every endpoint starts its bucket
+    assert t.bk and (B == 1 or t.PH.shape[0] > 0)  # B = 1: every endpoint starts its bucket
     pts = np.concatenate([rng.integers(-1, dom + dom // 3 + 2, (60, 2)).astype(float),
                           lo[:30], hi[30:60], np.array([[-np.inf, -np.inf], [np.inf, np.inf]])])
     for p in pts:
@@ -78,9 +78,9 @@ def test_at_most_B_private_pieces_per_bucket(bucket, B):
         v = t.NR[base + off : base + off + L, 0]
         assert ((v & 0xFFFFFFFF) <= B).all()
         p0 = v >> 32
-        assert (p0 + (v & 0xFFFFFFFF) <= t.PK.shape[0]).all()
-    assert (t.PK[:, 0] < t.PK[:, 1]).all()  # no empty piece
-    assert t.P0 + t.PK.shape[0] == t.NR.shape[0]
+        assert (p0 + (v & 0xFFFFFFFF) <= t.PH.shape[0]).all()
+    assert (t.NR[t.P0 :, 0] < t.PH).all()  # no empty piece
+    assert t.P0 + t.PH.shape[0] == t.NR.shape[0]
 
 
 def _run(op, ref, rng, dom, side, rounds, k0):
@@ -152,7 +152,7 @@ def test_one_dimension_is_not_bucketed(bucket):
         op.register(np.arange(k), lo, hi, tau)
         built.append(_structure(op))
     a, b = built
-    assert not a.bk and not b.bk and a.PK.shape[0] == b.PK.shape[0] == 0
+    assert not a.bk and not b.bk and a.PH.shape[0] == b.PH.shape[0] == 0
     for name in ("NR", "tt", "qn", "qr"):
         assert np.array_equal(getattr(a, name), getattr(b, name))
 

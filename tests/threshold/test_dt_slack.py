@@ -48,6 +48,18 @@ def _run(seed, d, m=150, n=4000):
     return op
 
 
+def _entries(t, e0: int, e1: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, payloads) of the entries e0..e1-1: a leaf of the queue pool ``tt``, or for a private
+    piece of a bucketed tree (row >= P0, ``_dt_bucket``) columns 2 and 3 of its row."""
+    rows = t.qn[e0:e1, 0].astype(np.int64)
+    slots = t.qn[e0:e1, 1].astype(np.int64)
+    priv = rows >= t.P0
+    keys, pay = t.NR[rows, 2].copy(), t.NR[rows, 3].copy()
+    keys[~priv] = t.tt[slots[~priv], 0]
+    pay[~priv] = t.tt[slots[~priv], 1]
+    return keys, pay
+
+
 def _check_shares(op: DT) -> None:
     for t in op._trees:
         if t is None:
@@ -58,12 +70,12 @@ def _check_shares(op: DT) -> None:
             lam = t.qr[q, 1]
             if lam <= 0:
                 continue  # direct mode
-            slots = t.qn[e0:e1, 1]
-            shares = t.tt[slots, 1] & _LO32
+            keys, pay = _entries(t, e0, e1)
+            shares = pay & _LO32
             assert shares.sum() == SHARE * h
-            assert (t.tt[slots, 1] >> 32 == q).all()
+            assert (pay >> 32 == q).all()
             # no due signal is left undelivered: every key is above its node's counter
-            assert (t.tt[slots, 0] > t.NR[t.qn[e0:e1, 0], 1]).all()
+            assert (keys > t.NR[t.qn[e0:e1, 0], 1]).all()
             # units still missing in this round are within (0, (1 + SHARE) h]
             assert 0 < t.qr[q, 2] <= (1 + SHARE) * h
 

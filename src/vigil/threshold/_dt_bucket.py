@@ -14,7 +14,7 @@ keys only (its leaves are the buckets). A query's key range [K[a], K[b]) is spli
   entry, tracked like any node (§3.2/§7: exact counter, same signals and rounds).
 
 An element that reaches bucket j of a tree (its reduced leaf) also checks the private pieces of j
-(key ranges in ``PK``) and bumps the counters of those containing it. Every private piece of a
+(key ranges [``NR[P0 + p, 0]``, ``PH[p]``)) and bumps the counters of those containing it. Every private piece of a
 bucket comes from an endpoint of that bucket that does not start it, so a bucket has at most B of
 them: O(B) extra per element and visited last-dimension tree, and the regions of a query's
 participants still partition its range (an element touches at most one of them).
@@ -26,8 +26,10 @@ O(log^d m + B log^(d-1) m); the message bound O(h log tau) of distributed tracki
 new h (the private pieces are participants with exact counters).
 
 Layout: the leaf rows of a bucketed tree keep ``p0 << 32 | count`` in column 0 (their split key
-is unused): the bucket's private pieces are ``PK[p0 : p0 + count]`` (int64 [lo, hi) key ranges,
-hi = INT64_MAX: unbounded), rows ``P0 + p`` of ``NR``.
+is unused): the bucket's private pieces are p0 .. p0 + count - 1. Piece p is row ``P0 + p`` of
+``NR``: (lower key, counter, key of its one entry, entry payload ``q << 32 | share``), no slot in
+the queue pool; its upper key is ``PH[p]`` (``INT64_MAX``: unbounded). 48 bytes per piece with its
+``qn`` entry (a canonical node entry costs ~28 plus its share of the node's row).
 """
 
 from __future__ import annotations
@@ -46,10 +48,10 @@ def bucketize(buf, boff, tL, mm, G, B):
     B endpoints; rewrite every membership's range in ``mm[:, 0:2]`` to the buckets it covers
     completely (empty: [0, 0); unbounded: 2**H) and list its private pieces.
 
-    Returns ``(buf2, tL2, tH2, tbase2, nrows2, pe, PK, pstart, gb0)``: the reduced trees' keys
+    Returns ``(buf2, tL2, tH2, tbase2, nrows2, pe, PL, PH, pstart, gb0)``: the reduced trees' keys
     (``buf2[gb0[g]:gb0[g+1]]``), sizes, heights, row offsets (from 0) and row count; ``pe[e]`` =
-    the private pieces of membership e (indices into ``PK``, -1 = none); ``PK`` their key ranges,
-    grouped by bucket: bucket j of tree g holds ``PK[pstart[gb0[g]+j] : pstart[gb0[g]+j+1]]``."""
+    the private pieces of membership e (-1 = none); ``PL``/``PH`` their key ranges [lo, hi),
+    grouped by bucket: bucket j of tree g holds pieces ``pstart[gb0[g]+j] .. pstart[gb0[g]+j+1]-1``."""
     M = mm.shape[0]
     nb_ = boff[G]
     ec = np.zeros(nb_, np.int64)
@@ -103,13 +105,15 @@ def bucketize(buf, boff, tL, mm, G, B):
     # two passes over the memberships: count the pieces per bucket, then place them
     pstart = np.zeros(tot + 1, np.int64)
     pe = np.full((M, 2), -1, np.int64)
-    PK = np.empty((0, 2), np.int64)
+    PL = np.empty(0, np.int64)
+    PH = np.empty(0, np.int64)
     fill = np.empty(tot, np.int64)
     for pas in range(2):
         if pas == 1:
             for x in range(tot):
                 pstart[x + 1] += pstart[x]
-            PK = np.empty((pstart[tot], 2), np.int64)
+            PL = np.empty(pstart[tot], np.int64)
+            PH = np.empty(pstart[tot], np.int64)
             fill[:] = pstart[:tot]
         for e in range(M):
             g = mm[e, 2] >> 32
@@ -136,17 +140,17 @@ def bucketize(buf, boff, tL, mm, G, B):
             if left:
                 p = fill[b0 + ja]
                 fill[b0 + ja] = p + 1
-                PK[p, 0] = buf[s + a]
+                PL[p] = buf[s + a]
                 if (not unb) and jb == ja:
-                    PK[p, 1] = buf[s + b]
+                    PH[p] = buf[s + b]
                 else:
-                    PK[p, 1] = buf2[b0 + ja + 1] if ja + 1 < L2 else I64_MAX
+                    PH[p] = buf2[b0 + ja + 1] if ja + 1 < L2 else I64_MAX
                 pe[e, 0] = p
             if right:
                 p = fill[b0 + jb]
                 fill[b0 + jb] = p + 1
-                PK[p, 0] = buf2[b0 + jb]
-                PK[p, 1] = buf[s + b]
+                PL[p] = buf2[b0 + jb]
+                PH[p] = buf[s + b]
                 pe[e, 1] = p
             if fa < fb:
                 mm[e, 0] = fa
@@ -154,14 +158,14 @@ def bucketize(buf, boff, tL, mm, G, B):
             else:
                 mm[e, 0] = 0
                 mm[e, 1] = 0
-    return buf2, tL2, tH2, tbase2, nrows, pe, PK, pstart, gb0
+    return buf2, tL2, tH2, tbase2, nrows, pe, PL, PH, pstart, gb0
 
 
 @nb.njit(cache=True, nogil=True)
-def link_buckets(NR, P0, tbase, tL, tH, pstart, gb0):
+def link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL):
     """After ``level_fill`` of the reduced trees (``tbase`` absolute): write ``p0 << 32 | count`` into
     column 0 of every leaf row (the bucket's private pieces) and initialise the private rows
-    ``NR[P0:]`` (no split key, counter 0, empty queue)."""
+    ``NR[P0:]`` (lower key ``PL``, counter 0, no entry yet)."""
     G = tL.shape[0]
     for g in range(G):
         L = tL[g]
@@ -173,7 +177,7 @@ def link_buckets(NR, P0, tbase, tL, tH, pstart, gb0):
             x = gb0[g] + j
             NR[tbase[g] + off + j, 0] = (pstart[x] << 32) | (pstart[x + 1] - pstart[x])
     for r in range(P0, NR.shape[0]):
-        NR[r, 0] = I64_MAX
+        NR[r, 0] = PL[r - P0]
         NR[r, 1] = 0
         NR[r, 2] = I64_MAX
         NR[r, 3] = 0

@@ -8,7 +8,7 @@ import numba as nb
 import numpy as np
 
 from ._dt_keys import _LO32, DIRECT, I64_MAX, SHARE, ST_DIRECT, ST_MATURED, ST_PURGED, ST_ROUNDS, ST_SIGNALS
-from ._dt_queues import _remove_query, _root, _set_key
+from ._dt_queues import _rekey, _remove_query, _root, _set_pay
 
 # --------------------------------------------------------------------------------------------
 # distributed tracking: a counter reached the top of its heap (§4 steps 1-3, §7 weighted rounds)
@@ -16,34 +16,40 @@ from ._dt_queues import _remove_query, _root, _set_key
 
 
 @nb.njit(cache=True, inline="always")
-def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
+def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0):
     """Query q matured at element i: report it and remove its entries eagerly (§4)."""
     out_q[nout] = q
     out_o[nout] = i
     st[ST_MATURED] += 1
     qalive[q] = 0
     qr[q, 1] = -1
-    _remove_query(NR, tt, qn, qr, q)
+    _remove_query(NR, tt, qn, qr, q, P0)
     return nout + 1
 
 
 @nb.njit(cache=True, inline="always")
-def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
-    """Counter of node r is now c (>= the top sigma of H(r)): deliver every due signal."""
-    info = NR[r, 3]
-    nleaf = info & _LO32
-    rp = _root(info >> 32, nleaf)  # fixed for the node
+def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0):
+    """Counter of node r is now c (>= the top sigma of H(r)): deliver every due signal. A row
+    r >= P0 is a private piece (``_dt_bucket``): one entry, key and payload in its row."""
+    priv = r >= P0
+    nleaf = np.int64(1)
+    rp = np.int64(0)
+    if not priv:
+        info = NR[r, 3]
+        nleaf = info & _LO32
+        rp = _root(info >> 32, nleaf)  # fixed for the node
+    lone = priv or nleaf == 1
     while True:
-        s0 = tt[rp, 0]
+        s0 = NR[r, 2]  # = the key at the root of H(r)
         if s0 > c:
             break
-        v = tt[rp, 1]
+        v = NR[r, 3] if priv else tt[rp, 1]
         q = v >> 32
-        slot = rp if nleaf == 1 else v & _LO32  # a lone leaf is its own root
+        slot = rp if lone else v & _LO32  # a lone leaf is its own root
         lq = qr[q, 1]
         if lq < 0:
             # entry of a terminated query (lazy deletion): drop it now that it surfaced
-            _set_key(NR, tt, r, slot, I64_MAX)
+            _rekey(NR, tt, P0, r, slot, I64_MAX)
             st[ST_PURGED] += 1
             continue
         if lq > 0:
@@ -51,14 +57,14 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
             # lq * (1 + share); one increment may carry several signals, each reporting
             # (1 + share) units; the round ends when the reported units reach (1 + SHARE) h
             # (qr[q, 2] counts the units still missing: h is not needed here)
-            sh = 1 + (tt[slot, 1] & _LO32)
+            sh = 1 + ((v if lone else tt[slot, 1]) & _LO32)
             lu = lq * sh
             ksig = 1 if c - s0 < lu else (c - s0) // lu + 1  # usually 1: no division
             add = ksig * sh
             st[ST_SIGNALS] += ksig
             if add < qr[q, 2]:
                 qr[q, 2] -= add
-                _set_key(NR, tt, r, slot, s0 + ksig * lu)
+                _rekey(NR, tt, P0, r, slot, s0 + ksig * lu)
                 continue
             e0 = qr[q, 3]
             e1 = qr[q + 1, 3]
@@ -76,7 +82,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
                     cb = cu
                     best = j
             if S >= qr[q, 0]:
-                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
+                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0)
                 continue
             remq = qr[q, 0] - S
             if remq <= DIRECT * h:
@@ -85,7 +91,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
                 st[ST_DIRECT] += 1
                 for j in range(e0, e1):
                     u = qn[j, 0]
-                    _set_key(NR, tt, u, qn[j, 1], NR[u, 1] + 1)
+                    _rekey(NR, tt, P0, u, qn[j, 1], NR[u, 1] + 1)
             else:
                 # next round: slack unit floor(tau' / (2 (1 + SHARE) h)); participant u gets
                 # 1 + share_u units, shares ~ SHARE h sqrt(c(u)) / sum sqrt(c) (c(u) counts since
@@ -105,22 +111,22 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st):
                     mu = np.int64(f * np.sqrt(np.float64(cu))) if Z > 0.0 else np.int64(SHARE)
                     mu = min(mu, SHARE * h - used)
                     used += mu
-                    tt[sl, 1] = (q << 32) | mu
-                    _set_key(NR, tt, u, sl, cu + nl * (1 + mu))
+                    _set_pay(NR, tt, P0, u, sl, (q << 32) | mu)
+                    _rekey(NR, tt, P0, u, sl, cu + nl * (1 + mu))
                 u = qn[best, 0]
                 sl = qn[best, 1]
                 mu = SHARE * h - used
-                tt[sl, 1] = (q << 32) | mu
-                _set_key(NR, tt, u, sl, NR[u, 1] + nl * (1 + mu))
+                _set_pay(NR, tt, P0, u, sl, (q << 32) | mu)
+                _rekey(NR, tt, P0, u, sl, NR[u, 1] + nl * (1 + mu))
         else:
             # direct mode (tau <= DIRECT h): every counter change is reported
             a = qr[q, 2] + c - (s0 - 1)
             qr[q, 2] = a
             st[ST_SIGNALS] += 1
             if a >= qr[q, 0]:
-                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
+                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0)
                 continue
-            _set_key(NR, tt, r, slot, c + 1)
+            _rekey(NR, tt, P0, r, slot, c + 1)
     return nout
 
 
@@ -222,7 +228,7 @@ _GROUP = 16
 
 
 @nb.njit(cache=True, nogil=True)
-def push_dt(xk, w, NR, tbase, tL, tH, tdim, PK, P0, bk, tt, qn, qr, qalive, out_q, out_o, st, floor):
+def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, bk, tt, qn, qr, qalive, out_q, out_o, st, floor):
     """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) through one structure.
     Each element visits the root-to-leaf path of the primary tree and, for d > 1, of the
     secondary trees of the nodes on it (§6); each visited node of the last dimension gets
@@ -234,7 +240,8 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PK, P0, bk, tt, qn, qr, qalive, out_
     element touches at most one node of any query's canonical set, so the order of the counter
     updates *within* one element is immaterial, and nothing phase A reads ever changes.
     With ``bk`` the last-dimension trees are bucketed (``_dt_bucket``): at its leaf (bucket) the
-    element also checks the bucket's private pieces (key ranges ``PK``, rows ``P0 + p``) and bumps
+    element also checks the bucket's private pieces p (rows ``P0 + p``: lower key ``NR[P0 + p, 0]``,
+    upper key ``PH[p]``) and bumps
     those containing it. With ``floor`` only counters are maintained. Returns the number of maturities written to
     ``out_q`` (local query) / ``out_o`` (row), in row order. O(log^d m) per element plus O(log m)
     per signal."""
@@ -280,7 +287,7 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PK, P0, bk, tt, qn, qr, qalive, out_
                     c = NR[row, 1] + wi
                     NR[row, 1] = c
                     if c >= NR[row, 2]:
-                        nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
+                        nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0)
                     off += ((L - 1) >> (H - lev)) + 1
             if bk:
                 # the bucket's private pieces (at most B; at most one per query contains x)
@@ -288,10 +295,10 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PK, P0, bk, tt, qn, qr, qalive, out_
                 p0 = v >> 32
                 x = xk[i, last]
                 for p in range(p0, p0 + (v & _LO32)):
-                    if PK[p, 0] <= x and x < PK[p, 1]:
-                        r = P0 + p
+                    r = P0 + p
+                    if NR[r, 0] <= x and x < PH[p]:
                         c = NR[r, 1] + wi
                         NR[r, 1] = c
                         if c >= NR[r, 2] and not floor:
-                            nout = _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st)
+                            nout = _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0)
     return nout

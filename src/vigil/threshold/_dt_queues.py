@@ -100,7 +100,7 @@ def heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0, pe, P0):
             tot += n
     poff[k] = tot
     s = 0
-    for r in range(R):
+    for r in range(P0):  # private pieces (rows >= P0) hold their one entry in their row
         n = cnt[r]
         NR[r, 3] = (s << 32) | n
         if n > 0:
@@ -130,8 +130,8 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr, Z, sq, row
             qr[q, 1] = tau // (2 * (1 + SHARE) * h)
             qr[q, 2] = (1 + SHARE) * h
     qr[k, 3] = poff[k]
-    cnt = np.empty(R, np.int64)
-    for r in range(R):
+    cnt = np.zeros(R, np.int64)
+    for r in range(P0):
         cnt[r] = NR[r, 3] >> 32
     out = np.empty(140, np.int64)
     sampled = Z.shape[0] > 0
@@ -152,28 +152,39 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr, Z, sq, row
             r = out[y]
             slot = cnt[r]
             cnt[r] = slot + 1
+            mu = np.int64(SHARE)
+            kk = key
             if split:
                 c = sq[r - row0]
                 mu = max(0, min(np.int64(f * c), SHARE * (poff[q + 1] - poff[q]) - used[q]))
                 used[q] += mu
                 if c > bcnt[q]:
                     bcnt[q] = c
-                    bslot[q] = slot
-                tt[slot, 0] = lam * (1 + mu)
-                tt[slot, 1] = (q << 32) | mu
+                    bslot[q] = j + y
+                kk = lam * (1 + mu)
+            if r >= P0:  # a private piece: its one entry lives in its row
+                NR[r, 2] = kk
+                NR[r, 3] = (q << 32) | mu
+                slot = 0
             else:
-                tt[slot, 0] = key
-                tt[slot, 1] = (q << 32) | SHARE
+                tt[slot, 0] = kk
+                tt[slot, 1] = (q << 32) | mu
             qn[j + y, 0] = r
             qn[j + y, 1] = slot
     if sampled:
         for q in range(k):
-            slot = bslot[q]
-            if slot >= 0:  # the remainder of the shares to the busiest node
-                mu = (tt[slot, 1] & _LO32) + SHARE * (poff[q + 1] - poff[q]) - used[q]
-                tt[slot, 0] = qr[q, 1] * (1 + mu)
-                tt[slot, 1] = (q << 32) | mu
-    for r in range(R):
+            jb = bslot[q]
+            if jb >= 0:  # the remainder of the shares to the busiest node
+                r = qn[jb, 0]
+                slot = qn[jb, 1]
+                mu = ((NR[r, 3] if r >= P0 else tt[slot, 1]) & _LO32) + SHARE * (poff[q + 1] - poff[q]) - used[q]
+                if r >= P0:
+                    NR[r, 2] = qr[q, 1] * (1 + mu)
+                    NR[r, 3] = (q << 32) | mu
+                else:
+                    tt[slot, 0] = qr[q, 1] * (1 + mu)
+                    tt[slot, 1] = (q << 32) | mu
+    for r in range(P0):
         n = NR[r, 3] & _LO32
         if n == 0:
             continue
@@ -247,9 +258,28 @@ def _set_key(NR, tt, r, slot, newkey):
 
 
 @nb.njit(cache=True, inline="always")
-def _remove_query(NR, tt, qn, qr, q):
+def _rekey(NR, tt, P0, r, slot, newkey):
+    """Set an entry's key: a private piece (row >= P0, ``_dt_bucket``) is its own one-entry queue
+    (key in ``NR[r, 2]``, no slot), any other node's entry is leaf ``slot`` of H(r)."""
+    if r >= P0:
+        NR[r, 2] = newkey
+    else:
+        _set_key(NR, tt, r, slot, newkey)
+
+
+@nb.njit(cache=True, inline="always")
+def _set_pay(NR, tt, P0, r, slot, val):
+    """Set an entry's payload (q << 32 | share): ``NR[r, 3]`` of a private piece, else its leaf."""
+    if r >= P0:
+        NR[r, 3] = val
+    else:
+        tt[slot, 1] = val
+
+
+@nb.njit(cache=True, inline="always")
+def _remove_query(NR, tt, qn, qr, q, P0):
     for j in range(qr[q, 3], qr[q + 1, 3]):
-        _set_key(NR, tt, qn[j, 0], qn[j, 1], I64_MAX)
+        _rekey(NR, tt, P0, qn[j, 0], qn[j, 1], I64_MAX)
 
 
 # --------------------------------------------------------------------------------------------

@@ -78,7 +78,8 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   buckets of a query's range become private participants with their own exact counters (an element
   checks the <= B pieces of the bucket it reaches). This replaces the ~log2 B (up
   to 2 log2 B) canonical nodes below the bucket level of each secondary decomposition by <= 2
-  entries: fig3 2D at m = 100k, h 128.7 -> 88.2 (B = 32) / 56.7 (B = 256).
+  entries, and the pieces hold their one entry in their row (48 bytes each): fig3 2D at m = 100k,
+  h 128.7 -> 88.2 (B = 32) / 56.7 (B = 256), index 0.534 -> 0.308 / 0.214 GiB.
 
 Bounds (Theorem 1, d constant): total time O(n log^(d+1) m + m log^(d+1) m log tau_max) for n
 elements and m registrations; space O(m_alive log^d m_alive) words. With bucketing (d >= 2) an
@@ -110,7 +111,7 @@ TAU_CAP = 1 << 62
 #: <= total weight since build; keys sigma = c + lambda < COUNTER_LIMIT + TAU_CAP < 2**63)
 COUNTER_LIMIT = float(1 << 61)
 #: endpoints per bucket of the last-dimension trees for d >= 2 (``_dt_bucket``; 0 = not bucketed)
-BUCKET = 32
+BUCKET = 256
 #: ask for transparent huge pages for the structures' arrays (numpy's default for large arrays).
 #: Off: with the kernel's usual THP defrag policy ("madvise": compaction at fault time) faulting
 #: them in cost far more than the TLB misses they save (measured on the fig3 1D trace at m = 1M:
@@ -169,7 +170,7 @@ class _Structure:
         "n_alive",
         "n_built",
         "wsum",
-        "PK",
+        "PH",
         "P0",
         "bk",
     )
@@ -192,7 +193,7 @@ class _Structure:
         # Big arrays are allocated here, in numpy (from the pool of a replaced structure when
         # possible; huge pages per HUGEPAGES, see DT._build), and filled by the kernels.
         bk = d > 1 and BUCKET > 0  # bucketed last-dimension trees (``_dt_bucket``)
-        pe, PK, P0 = np.empty((0, 2), np.int64), np.empty((0, 2), np.int64), 0
+        pe, PH, P0 = np.empty((0, 2), np.int64), np.empty(0, np.int64), 0
         for dim in range(d):
             kl = np.ascontiguousarray(klo[:, dim])
             kh = np.ascontiguousarray(khi[:, dim])
@@ -203,16 +204,16 @@ class _Structure:
             last = dim == d - 1
             buf, boff, tL, tH, tbase, mm, nrows, gorder = K.level_sizes(kl, kh, order, moff, mgrp, G)
             if last and bk:
-                buf, tL, tH, tbase, nrows, pe, PK, pstart, gb0 = K.bucketize(buf, boff, tL, mm, G, BUCKET)
+                buf, tL, tH, tbase, nrows, pe, PL, PH, pstart, gb0 = K.bucketize(buf, boff, tL, mm, G, BUCKET)
                 boff = gb0
             P0 = row0 + nrows
-            grown = _take(pool, (P0 + PK.shape[0], 4), np.int64)
+            grown = _take(pool, (P0 + PH.shape[0], 4), np.int64)
             grown[:row0] = NR  # earlier levels are geometrically smaller
             NR = grown
             block = NR[row0:]
             K.level_fill(G, row0, last, buf, boff, tL, tH, tbase, block)
             if last and bk:
-                K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0)
+                K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL)
             tb.append(tbase)
             tl.append(tL)
             th.append(tH)
@@ -223,7 +224,7 @@ class _Structure:
                 mgrp, G = K.next_groups(prow, row0, nrows, block, ntrees)
                 moff = poff
                 row0 += nrows
-        self.PK, self.P0, self.bk = PK, P0, bk
+        self.PH, self.P0, self.bk = PH, P0, bk
         self.NR = NR
         self.tbase = np.concatenate(tb)
         self.tL = np.concatenate(tl)
@@ -232,7 +233,7 @@ class _Structure:
         # rates for the first round's slack split: the counts of a sample of recent elements
         sq = np.empty(0, np.float32)
         if sample is not None and sample[1].shape[0] > 0:
-            K.push_dt(sample[0], sample[1], NR, self.tbase, self.tL, self.tH, self.tdim, PK, P0, bk, *_NO_TRACKING,
+            K.push_dt(sample[0], sample[1], NR, self.tbase, self.tL, self.tH, self.tdim, PH, P0, bk, *_NO_TRACKING,
                       True)
             sq = np.sqrt(NR[row0:, 1], dtype=np.float32)  # sqrt(rate) of each last-dimension node
             NR[row0:, 1] = 0  # counters start at 0
@@ -514,7 +515,7 @@ class DT(ThresholdOperator):
                     t.tL,
                     t.tH,
                     t.tdim,
-                    t.PK,
+                    t.PH,
                     t.P0,
                     t.bk,
                     t.tt,
