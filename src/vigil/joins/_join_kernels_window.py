@@ -13,7 +13,7 @@ import numpy as np
 from ._join_kernels_band import put_one, put_range
 from ._join_kernels_select import gallop_lb_back, gallop_ub, key_block, stab_intervals, xlb, xub
 from ._rtree import stab
-from ._skyline_cache import lookup
+from ._skyline_cache import lookup, prepare
 
 
 @numba.njit(cache=True, nogil=True)
@@ -184,9 +184,12 @@ def wj_ssi(K, X, S, T, kb, av, tv, wmax, P, root, NB, NC, IB, IQ, Qid, OLO, OHI,
 
 @numba.njit(cache=True, nogil=True)
 def wj_ssi_cached(K1, X1, S1, T1, Kt1, Xt1, St1, Tt1, K2, X2, S2, T2, Kt2, Xt2, St2, Tt2, kb, av, tv, wmax,
-                  root, NB, NC, IB, IQ, Qid, OLO, OHI, W, QP, QG, tau, HK, HV, EM, AX, AT, mode, oq, oi, oo):
+                  root, NB, NC, IB, IQ, Qid, OLO, OHI, W, QP, QG, HK, HV, EM, EC, AX, AT, AF, ST, P, ver, mode, oq,
+                  oi, oo):
     """WJ-SSI (§3.3.2, Fig. 6, Theorem 4) over the skyline cache (:mod:`vigil.joins._skyline_cache`,
-    made fresh for the batch's keys beforehand): probe D with the cached skyline points of key b
+    first made fresh for the batch's keys (``prepare``, trimmed at the batch's earliest time; if
+    it needs room, returns (-1, 0) and the caller grows the cache and calls again: the entries
+    done stay done): probe D with the cached skyline points of key b
     inside the window, then each affected query collects its pairs in each stored part (K1..,
     K2..: the main part and the buffer, in (key, C) order; Kt1.., Kt2..: the same in (key, T)
     order): the partners in its C range walked outward from its group's stabbing point (QG: its
@@ -195,7 +198,16 @@ def wj_ssi_cached(K1, X1, S1, T1, Kt1, Xt1, St1, Tt1, K2, X2, S2, T2, Kt2, Xt2, 
     walk in a part without one (an affected query is affected through one part, maybe not
     the other).
     O(log m + m̄_b' + m̄_b g3(n) + k') per arriving tuple, m̄_b' the cached (untrimmed) points.
-    Reads the cache only (run_fixed may rerun it)."""
+    Past ``prepare`` it reads the cache only (a rerun for output room gives the same records)."""
+    t0 = np.inf
+    for i in range(len(tv)):
+        if tv[i] < t0:
+            t0 = tv[i]
+    if t0 == np.inf or len(Qid) == 0:
+        return 0, 0
+    if prepare(HK, HV, EM, EC, AX, AT, AF, ST, P, ver, K1, X1, T1, K2, X2, T2, kb, t0, wmax, 0) < len(kb):
+        return -1, 0
+    tau = len(P)
     n = 0
     cnt = 0
     nq = len(Qid)

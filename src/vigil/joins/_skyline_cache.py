@@ -387,6 +387,7 @@ class SkylineCache:
 
     def __init__(self) -> None:
         self.P = np.empty(0)
+        self.src: object = None  # the plan's array P was taken from (identity: set_points skipped)
         self.ver = 0
         self.gen = -1  # the stored side's generation it was filled from
         self.absorbed = 0  # raw stored tuples folded in
@@ -415,7 +416,7 @@ class SkylineCache:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays())
 
-    def _room(self) -> None:
+    def room(self) -> None:
         """Grow what the last kernel call stopped for (entries, hash, or arena points)."""
         st = self.ST
         ne, need = int(st[NE]), int(st[NEED])
@@ -460,7 +461,7 @@ class SkylineCache:
             i = absorb(*self.arrays(), self.P, self.ver, keys, xs, ts, i)
             if i == len(keys):
                 break
-            self._room()
+            self.room()
         self.absorbed = n
 
     def prepare(self, parts, keys: np.ndarray, t0: float, w0: float) -> None:
@@ -474,7 +475,7 @@ class SkylineCache:
             i = prepare(*self.arrays(), self.P, self.ver, *p1, *p2, keys, t0, w0, i)
             if i == len(keys):
                 return
-            self._room()
+            self.room()
 
     def mbar(self, keys: np.ndarray, ts: np.ndarray, wmax: float) -> np.ndarray:
         out = np.empty(len(keys))

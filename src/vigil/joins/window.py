@@ -116,17 +116,28 @@ class _Cached:
     def _ssi(self, side, q, wp, qp, qg, key, x, t, mode, parts):
         wmax, P = wp[0], wp[1]
         c = self.cache(side)
-        c.set_points(P)
+        if c.src is not P:  # a (re)built index: its stabbing points may differ
+            c.set_points(P)
+            c.src = P
         c.sync(self.op.sides["right" if side == "left" else "left"])
-        ok = t[~np.isnan(t)]
-        if not len(ok) or not len(q.qid):
-            z = np.empty(0, np.int64)
-            return z, z, z, 0
         key = np.ascontiguousarray(key, np.int64)
-        c.prepare(parts, key, float(ok.min()), wmax)
-        args = (*_part_arrays(parts), key, x, t, *wp[:1], *wp[2:], q.qid, q.olo, q.ohi, q.w, qp, qg, len(P),
-                c.HK, c.HV, c.EM, c.AX, c.AT)
-        return kb.run_fixed(kw.wj_ssi_cached, args, mode, self)
+        pa = _part_arrays(parts)
+        head = (*pa, key, x, t, wmax, *wp[2:], q.qid, q.olo, q.ohi, q.w, qp, qg)
+        z = np.empty(0, np.int64)
+        cap = getattr(self, "cap", 256)
+        while True:  # run_fixed, plus growing the cache when its kernel asks for room
+            oq, oi, oo = (z, z, z) if mode == 2 else (np.empty(cap, np.int64), np.empty(cap, np.int64),
+                                                       np.empty(cap, np.int64))
+            n, cnt = kw.wj_ssi_cached(*head, *c.arrays(), P, c.ver, mode, oq, oi, oo)
+            if n < 0:
+                c.room()
+                continue
+            if mode == 2:
+                return z, z, z, cnt
+            if n <= cap:
+                self.cap = max(256, min(cap, 2 * n))
+                return oq[:n], oi[:n], oo[:n], cnt
+            cap = n
 
     def mbar(self, side, key, t) -> np.ndarray | None:
         """m̄_b per tuple from this side's cache (synced first): exact where the key's entry is
