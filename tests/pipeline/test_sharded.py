@@ -86,6 +86,7 @@ def _stored(shard: dict, family: str) -> int:
 
 def _history(shard: dict) -> int:
     h = shard["history"]
+    h = h["rows"] if isinstance(h, dict) else h  # History.state() (bare bytes before horizons)
     if not len(h):
         return 0
     with pa.ipc.open_stream(pa.py_buffer(h.tobytes())) as r:

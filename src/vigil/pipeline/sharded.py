@@ -331,6 +331,7 @@ class ShardedProcessor(BaseProcessor):
             if not blob:
                 continue
             h = unpack(blob)["history"]
+            h = h["rows"] if isinstance(h, dict) else h  # the engine's History.state() (its IPC bytes)
             if len(h):
                 t = _unipc(h.tobytes())
                 keep = np.zeros(t.num_rows, bool)
