@@ -124,7 +124,7 @@ class _Cached:
         pa = _part_arrays(parts)
         head = (*pa, key, x, t, wmax, *wp[2:], q.qid, q.olo, q.ohi, q.w, qp, qg)
         z = np.empty(0, np.int64)
-        cap = getattr(self, "cap", 256)
+        cap = self.__dict__.get("sky_cap", 256)  # its own (run_fixed's ``cap`` follows the per-part calls)
         while True:  # run_fixed, plus growing the cache when its kernel asks for room
             oq, oi, oo = (z, z, z) if mode == 2 else (np.empty(cap, np.int64), np.empty(cap, np.int64),
                                                        np.empty(cap, np.int64))
@@ -135,9 +135,9 @@ class _Cached:
             if mode == 2:
                 return z, z, z, cnt
             if n <= cap:
-                self.cap = max(256, min(cap, 2 * n))
+                self.sky_cap = max(256, min(cap, 2 * n))
                 return oq[:n], oi[:n], oo[:n], cnt
-            cap = n
+            cap = n + n // 2  # rerun with room (and slack: the next batch may output a little more)
 
     def mbar(self, side, key, t) -> np.ndarray | None:
         """m̄_b per tuple from this side's cache (synced first): exact where the key's entry is
