@@ -1,7 +1,7 @@
 """WJ-SSI with the skyline cache vs the per-probe recomputation, interleaved in one process
 (docs/experiments/joins.md, part 1, window joins).
 
-Usage: python docs/experiments/joins/wj_ssi_cache.py [n] [chunks] [batch] [scenario] [what]
+Usage: python docs/experiments/joins/wj_ssi_cache.py [n] [chunks] [batch] [scenario] [what] [plan]
 
 One count-mode operator (the bench's ``load('window', n, n)``: Table I select workload, B
 domain 100, windows ~ Uni(0.1, 0.2) x |S| time units, S.T = 0..|S|-1) forced to WJ-SSI; each
@@ -12,7 +12,8 @@ ns + i/1000 (the window stays full: m_b ~ 0.2 m'); ``stream``: before each chunk
 cache folds inserts in between probes, and the window slides. Prints tuples per CPU second of
 both, the ratio, and the cache's counters (recomputed / trimmed entries, folded inserts).
 ``what``: ``insert`` (default: the operator's insert, storing the R tuples too) or ``probe``
-(the plan's probe of the batch alone, count mode: the kernel and the cache upkeep).
+(the plan's probe of the batch alone, count mode: the kernel and the cache upkeep). ``plan``:
+``ssi`` (default) or ``hotspot`` (WJ-Hotspot: the cache serves its SSI part over the hot groups).
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ chunks = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 B = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
 scenario = sys.argv[4] if len(sys.argv) > 4 else "static"
 what = sys.argv[5] if len(sys.argv) > 5 else "insert"
+name = sys.argv[6] if len(sys.argv) > 6 else "ssi"
 op, key, x, _ = load("window", n, n, 0, chunks * B + 1)
-op.force = "ssi"
-plan = op.route["ssi"]
+op.force = name
+plan = op.route[name]
 rng = np.random.default_rng(0)
 sk, sx = op.sides["right"].keys.view.copy(), op.sides["right"].x.view.copy()
 cpu = {True: 0.0, False: 0.0}
@@ -53,7 +55,7 @@ for c in range(-2, chunks):  # chunks -2, -1: untimed warm-up (kernels loaded, e
         plan.skyline_cache = on
         c0 = time.thread_time()
         if what == "probe":
-            op._run("ssi", "left", np.arange(seq, seq + B), key[sl], x[sl], t, 2)
+            op._run(name, "left", np.arange(seq, seq + B), key[sl], x[sl], t, 2)
         else:
             op.insert("left", np.arange(seq, seq + B), key[sl], x[sl].reshape(-1, 1), t)
         dt = time.thread_time() - c0
@@ -63,7 +65,7 @@ for c in range(-2, chunks):  # chunks -2, -1: untimed warm-up (kernels loaded, e
             per[on].append(dt)
 st = plan.cache("left").ST
 mb = op.stats("left", key[:B], x[:B], t)["mb"]
-print(f"WJ-SSI n={n} batch={B} chunks={chunks} {scenario} {what}: cache {chunks * B / cpu[True]:,.0f}, recompute "
+print(f"{name} n={n} batch={B} chunks={chunks} {scenario} {what}: cache {chunks * B / cpu[True]:,.0f}, recompute "
       f"{chunks * B / cpu[False]:,.0f} tuples per CPU second; cache {cpu[False] / cpu[True]:.2f}x faster "
       f"(median per chunk {np.median(np.array(per[False]) / np.array(per[True])):.2f}x); "
       f"{1e6 * cpu[True] / (chunks * B):.2f} vs {1e6 * cpu[False] / (chunks * B):.2f} us/tuple; mean m_b "
