@@ -9,7 +9,11 @@ chunk of ``batch`` arriving R tuples is pushed with the cache on and off (random
 chunk), CPU time (thread_time) of each push, after two untimed warm-up chunks. Scenarios: ``static``: R arrivals only, times
 ns + i/1000 (the window stays full: m_b ~ 0.2 m'); ``stream``: before each chunk a batch of
 ``batch`` S tuples arrives (keys and C drawn from the stored ones, times continuing), so the
-cache folds inserts in between probes, and the window slides. Prints tuples per CPU second of
+cache folds inserts in between probes, and the window slides; ``churn``: ``stream`` plus, before
+each chunk, ``batch // 100`` new queries with a narrow rangeC at a random place registered and
+the previous chunk's terminated (new stabbing groups: the stabbing points change, every cache
+entry goes stale and is recomputed at its key's next probe); the plans' index rebuild is done
+untimed (one extra tuple inserted) before the timed pushes. Prints tuples per CPU second of
 both, the ratio, and the cache's counters (recomputed / trimmed entries, folded inserts).
 ``what``: ``insert`` (default: the operator's insert, storing the R tuples too) or ``probe``
 (the plan's probe of the batch alone, count mode: the kernel and the cache upkeep). ``plan``:
@@ -25,6 +29,7 @@ import numpy as np
 
 from vigil.bench.joins_dynamic import load
 from vigil.joins import _skyline_cache as sc
+from vigil.workloads import joins as wl
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
 chunks = int(sys.argv[2]) if len(sys.argv) > 2 else 20
@@ -41,9 +46,23 @@ cpu = {True: 0.0, False: 0.0}
 per: dict[bool, list[float]] = {True: [], False: []}
 T = float(n)
 seq = 10 * n
+added: list[int] = []
+qnext = 10 * n
 for c in range(-2, chunks):  # chunks -2, -1: untimed warm-up (kernels loaded, entries filled)
     sl = slice(max(c, 0) * B, (max(c, 0) + 1) * B)
-    if scenario == "stream":
+    if scenario == "churn":
+        for q in added:
+            op.terminate(q)
+        added = []
+        for _ in range(max(1, B // 100)):
+            r = op.q[int(rng.integers(0, n))]  # (alo, ahi, clo, chi, w) of a Table I query
+            cc = rng.uniform(sx.min(), sx.max())
+            spec = wl.specs("window", np.array([[r[0], r[1], cc, cc + 1e-3 * (sx.max() - sx.min())]]),
+                            np.array([r[4]]))[0]
+            added.append(qnext)
+            op.register(qnext, spec)
+            qnext += 1
+    if scenario in ("stream", "churn"):
         pick = rng.integers(0, len(sk), B)
         op.insert("right", np.arange(seq, seq + B), sk[pick], sx[pick].reshape(-1, 1), T + np.arange(B, dtype=float))
         seq += B
@@ -51,6 +70,9 @@ for c in range(-2, chunks):  # chunks -2, -1: untimed warm-up (kernels loaded, e
         t = T + np.arange(B, dtype=float) / B
     else:
         t = T + (c * B + np.arange(B, dtype=float)) / 1000.0
+    if scenario == "churn":  # the query indexes rebuilt here, untimed
+        op.insert("left", np.array([seq]), key[sl][:1], x[sl][:1].reshape(-1, 1), t[:1])
+        seq += 1
     for on in rng.permutation([True, False]).tolist():
         plan.skyline_cache = on
         c0 = time.thread_time()
