@@ -76,9 +76,17 @@ def test_at_most_B_private_pieces_per_bucket(bucket, B):
     for base, L, H in zip(t.tbase[last], t.tL[last], t.tH[last], strict=True):
         off = sum(((L - 1) >> (H - lev)) + 1 for lev in range(H))
         v = t.NR[base + off : base + off + L, 0]
-        assert ((v & 0xFFFFFFFF) <= B).all()
+        n1, n2 = (v >> 16) & 0xFFFF, v & 0xFFFF  # left pieces, right pieces
+        assert (n1 + n2 <= B).all()
         p0 = v >> 32
-        assert (p0 + (v & 0xFFFFFFFF) <= t.PH.shape[0]).all()
+        assert (p0 + n1 + n2 <= t.PH.shape[0]).all()
+        for a, b, c in zip(p0, p0 + n1, p0 + n1 + n2, strict=True):
+            # left pieces by lower key, right pieces (starting at the bucket's first key) by upper
+            # key descending
+            lo_, hi_ = t.NR[t.P0 + a : t.P0 + b, 0], t.PH[b:c]
+            assert (np.diff(lo_) >= 0).all() and (np.diff(hi_) <= 0).all()
+            if c > b:
+                assert (t.NR[t.P0 + b : t.P0 + c, 0] == t.NR[t.P0 + b, 0]).all()
     assert (t.NR[t.P0 :, 0] < t.PH).all()  # no empty piece
     assert t.P0 + t.PH.shape[0] == t.NR.shape[0]
 

@@ -25,8 +25,10 @@ h = O(log m (log(m/B) + 2)) entries per query in 2D; tree rows shrink by ~B; an 
 O(log^d m + B log^(d-1) m); the message bound O(h log tau) of distributed tracking holds with the
 new h (the private pieces are participants with exact counters).
 
-Layout: the leaf rows of a bucketed tree keep ``p0 << 32 | count`` in column 0 (their split key
-is unused): the bucket's private pieces are p0 .. p0 + count - 1. Piece p is row ``P0 + p`` of
+Layout: the leaf rows of a bucketed tree keep ``p0 << 32 | nleft << 16 | nright`` in column 0
+(their split key is unused; B < 2**16): the bucket's private pieces are p0 .. p0 + nleft + nright
+- 1, the left pieces [K[a], ...) by K[a], then the right pieces [first key, K[b]) by K[b]
+descending, so an element scans each list only up to the first piece that cannot contain it. Piece p is row ``P0 + p`` of
 ``NR``: (lower key, counter, key of its one entry, entry payload ``q << 32 | share``), no slot in
 the queue pool; its upper key is ``PH[p]`` (``INT64_MAX``: unbounded). 48 bytes per piece with its
 ``qn`` entry (a canonical node entry costs ~28 plus its share of the node's row).
@@ -48,10 +50,12 @@ def bucketize(buf, boff, tL, mm, G, B):
     B endpoints; rewrite every membership's range in ``mm[:, 0:2]`` to the buckets it covers
     completely (empty: [0, 0); unbounded: 2**H) and list its private pieces.
 
-    Returns ``(buf2, tL2, tH2, tbase2, nrows2, pe, PL, PH, pstart, gb0)``: the reduced trees' keys
+    Returns ``(buf2, tL2, tH2, tbase2, nrows2, pe, PL, PH, pstart, gb0, nleft)``: the reduced trees' keys
     (``buf2[gb0[g]:gb0[g+1]]``), sizes, heights, row offsets (from 0) and row count; ``pe[e]`` =
     the private pieces of membership e (-1 = none); ``PL``/``PH`` their key ranges [lo, hi),
-    grouped by bucket: bucket j of tree g holds pieces ``pstart[gb0[g]+j] .. pstart[gb0[g]+j+1]-1``."""
+    grouped by bucket: bucket j of tree g (x = gb0[g] + j) holds pieces ``pstart[x] ..
+    pstart[x+1] - 1``, first its ``nleft[x]`` left pieces (lower key K[a]) by lower key, then its
+    right pieces (lower key = the bucket's first key) by upper key, descending."""
     M = mm.shape[0]
     nb_ = boff[G]
     ec = np.zeros(nb_, np.int64)
@@ -108,6 +112,8 @@ def bucketize(buf, boff, tL, mm, G, B):
     PL = np.empty(0, np.int64)
     PH = np.empty(0, np.int64)
     fill = np.empty(tot, np.int64)
+    rfill = np.empty(tot, np.int64)
+    nleft = np.zeros(tot, np.int64)
     for pas in range(2):
         if pas == 1:
             for x in range(tot):
@@ -115,6 +121,7 @@ def bucketize(buf, boff, tL, mm, G, B):
             PL = np.empty(pstart[tot], np.int64)
             PH = np.empty(pstart[tot], np.int64)
             fill[:] = pstart[:tot]
+            rfill[:] = pstart[:tot] + nleft  # a bucket's left pieces first, then its right ones
         for e in range(M):
             g = mm[e, 2] >> 32
             s = boff[g]
@@ -134,6 +141,7 @@ def bucketize(buf, boff, tL, mm, G, B):
             if pas == 0:
                 if left:
                     pstart[b0 + ja + 1] += 1
+                    nleft[b0 + ja] += 1
                 if right:
                     pstart[b0 + jb + 1] += 1
                 continue
@@ -147,8 +155,8 @@ def bucketize(buf, boff, tL, mm, G, B):
                     PH[p] = buf2[b0 + ja + 1] if ja + 1 < L2 else I64_MAX
                 pe[e, 0] = p
             if right:
-                p = fill[b0 + jb]
-                fill[b0 + jb] = p + 1
+                p = rfill[b0 + jb]
+                rfill[b0 + jb] = p + 1
                 PL[p] = buf2[b0 + jb]
                 PH[p] = buf[s + b]
                 pe[e, 1] = p
@@ -158,13 +166,37 @@ def bucketize(buf, boff, tL, mm, G, B):
             else:
                 mm[e, 0] = 0
                 mm[e, 1] = 0
-    return buf2, tL2, tH2, tbase2, nrows, pe, PL, PH, pstart, gb0
+    # a bucket's left pieces by lower key, its right pieces by upper key descending: an element
+    # stops scanning each list at the first piece that cannot contain it (``_dt_push``)
+    own = np.empty(PL.shape[0], np.int64)
+    for e in range(M):
+        for x in range(2):
+            if pe[e, x] >= 0:
+                own[pe[e, x]] = 2 * e + x
+    for j in range(tot):
+        a0 = pstart[j]
+        a1 = a0 + nleft[j]
+        a2 = pstart[j + 1]
+        for lo_, hi_, side in ((a0, a1, 0), (a1, a2, 1)):
+            if hi_ - lo_ < 2:
+                continue
+            perm = np.argsort(PL[lo_:hi_] if side == 0 else -PH[lo_:hi_], kind="mergesort")
+            pl = PL[lo_:hi_].copy()
+            ph = PH[lo_:hi_].copy()
+            ow = own[lo_:hi_].copy()
+            for y in range(hi_ - lo_):
+                z = lo_ + y
+                PL[z] = pl[perm[y]]
+                PH[z] = ph[perm[y]]
+                o = ow[perm[y]]
+                pe[o >> 1, o & 1] = z
+    return buf2, tL2, tH2, tbase2, nrows, pe, PL, PH, pstart, gb0, nleft
 
 
 @nb.njit(cache=True, nogil=True)
-def link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL):
-    """After ``level_fill`` of the reduced trees (``tbase`` absolute): write ``p0 << 32 | count`` into
-    column 0 of every leaf row (the bucket's private pieces) and initialise the private rows
+def link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, nleft):
+    """After ``level_fill`` of the reduced trees (``tbase`` absolute): write ``p0 << 32 | nleft << 16
+    | nright`` into column 0 of every leaf row (the bucket's private pieces) and initialise the private rows
     ``NR[P0:]`` (lower key ``PL``, counter 0, no entry yet)."""
     G = tL.shape[0]
     for g in range(G):
@@ -175,7 +207,7 @@ def link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL):
             off += ((L - 1) >> (H - t)) + 1
         for j in range(L):
             x = gb0[g] + j
-            NR[tbase[g] + off + j, 0] = (pstart[x] << 32) | (pstart[x + 1] - pstart[x])
+            NR[tbase[g] + off + j, 0] = (pstart[x] << 32) | (nleft[x] << 16) | (pstart[x + 1] - pstart[x] - nleft[x])
     for r in range(P0, NR.shape[0]):
         NR[r, 0] = PL[r - P0]
         NR[r, 1] = 0

@@ -291,14 +291,27 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, bk, tt, qn, qr, qalive, out_
                     off += ((L - 1) >> (H - lev)) + 1
             if bk:
                 # the bucket's private pieces (at most B; at most one per query contains x)
+                # (left pieces by lower key: stop at the first above x; right pieces, whose lower
+                # key is the bucket's first, by upper key descending: stop at the first <= x)
                 v = NR[row, 0]
                 p0 = v >> 32
+                p1 = p0 + ((v >> 16) & 0xFFFF)
+                p2 = p1 + (v & 0xFFFF)
                 x = xk[i, last]
-                for p in range(p0, p0 + (v & _LO32)):
+                p = p0
+                while p < p2:
                     r = P0 + p
-                    if NR[r, 0] <= x and x < PH[p]:
-                        c = NR[r, 1] + wi
-                        NR[r, 1] = c
-                        if c >= NR[r, 2] and not floor:
-                            nout = _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0)
+                    p += 1
+                    if p <= p1:
+                        if NR[r, 0] > x:
+                            p = p1
+                            continue
+                        if x >= PH[p - 1]:
+                            continue
+                    elif x >= PH[p - 1]:
+                        break
+                    c = NR[r, 1] + wi
+                    NR[r, 1] = c
+                    if c >= NR[r, 2] and not floor:
+                        nout = _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0)
     return nout

@@ -111,7 +111,7 @@ TAU_CAP = 1 << 62
 #: <= total weight since build; keys sigma = c + lambda < COUNTER_LIMIT + TAU_CAP < 2**63)
 COUNTER_LIMIT = float(1 << 61)
 #: endpoints per bucket of the last-dimension trees for d >= 2 (``_dt_bucket``; 0 = not bucketed)
-BUCKET = 256
+BUCKET = 2048
 #: ask for transparent huge pages for the structures' arrays (numpy's default for large arrays).
 #: Off: with the kernel's usual THP defrag policy ("madvise": compaction at fault time) faulting
 #: them in cost far more than the TLB misses they save (measured on the fig3 1D trace at m = 1M:
@@ -204,7 +204,8 @@ class _Structure:
             last = dim == d - 1
             buf, boff, tL, tH, tbase, mm, nrows, gorder = K.level_sizes(kl, kh, order, moff, mgrp, G)
             if last and bk:
-                buf, tL, tH, tbase, nrows, pe, PL, PH, pstart, gb0 = K.bucketize(buf, boff, tL, mm, G, BUCKET)
+                buf, tL, tH, tbase, nrows, pe, PL, PH, pstart, gb0, nleft = K.bucketize(buf, boff, tL, mm, G,
+                                                                                        min(BUCKET, 0xFFFF))
                 boff = gb0
             P0 = row0 + nrows
             grown = _take(pool, (P0 + PH.shape[0], 4), np.int64)
@@ -213,7 +214,7 @@ class _Structure:
             block = NR[row0:]
             K.level_fill(G, row0, last, buf, boff, tL, tH, tbase, block)
             if last and bk:
-                K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL)
+                K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, nleft)
             tb.append(tbase)
             tl.append(tL)
             th.append(tH)
