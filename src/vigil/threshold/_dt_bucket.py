@@ -106,22 +106,42 @@ def bucketize(buf, boff, tL, mm, G, B):
         tbase2[g] = nrows
         for t in range(H + 1):
             nrows += ((w - 1) >> (H - t)) + 1
-    # two passes over the memberships: count the pieces per bucket, then place them
+    # two passes over the memberships: count the pieces per bucket and leaf, then place them by a
+    # counting sort: a bucket's left pieces by lower key, then its right pieces by upper key
+    # descending (an element stops scanning each list at the first piece that cannot contain it)
     pstart = np.zeros(tot + 1, np.int64)
     pe = np.full((M, 2), -1, np.int64)
     PL = np.empty(0, np.int64)
     PH = np.empty(0, np.int64)
-    fill = np.empty(tot, np.int64)
-    rfill = np.empty(tot, np.int64)
     nleft = np.zeros(tot, np.int64)
+    lc = ec  # per leaf: left pieces starting there, then the next slot for them
+    lc[:] = 0
+    rc = np.zeros(nb_, np.int64)  # per leaf: right pieces ending there, then the next slot
     for pas in range(2):
         if pas == 1:
             for x in range(tot):
                 pstart[x + 1] += pstart[x]
             PL = np.empty(pstart[tot], np.int64)
             PH = np.empty(pstart[tot], np.int64)
-            fill[:] = pstart[:tot]
-            rfill[:] = pstart[:tot] + nleft  # a bucket's left pieces first, then its right ones
+            for g in range(G):
+                s = boff[g]
+                b0 = gb0[g]
+                pos = np.int64(0)
+                for x in range(tL[g]):
+                    if first[b0 + bidx[s + x]] == x:
+                        pos = pstart[b0 + bidx[s + x]]
+                    c = lc[s + x]
+                    lc[s + x] = pos
+                    pos += c
+                prev = -1
+                for x in range(tL[g] - 1, -1, -1):
+                    j = bidx[s + x]
+                    if j != prev:
+                        pos = pstart[b0 + j] + nleft[b0 + j]
+                        prev = j
+                    c = rc[s + x]
+                    rc[s + x] = pos
+                    pos += c
         for e in range(M):
             g = mm[e, 2] >> 32
             s = boff[g]
@@ -142,12 +162,14 @@ def bucketize(buf, boff, tL, mm, G, B):
                 if left:
                     pstart[b0 + ja + 1] += 1
                     nleft[b0 + ja] += 1
+                    lc[s + a] += 1
                 if right:
                     pstart[b0 + jb + 1] += 1
+                    rc[s + b] += 1
                 continue
             if left:
-                p = fill[b0 + ja]
-                fill[b0 + ja] = p + 1
+                p = lc[s + a]
+                lc[s + a] = p + 1
                 PL[p] = buf[s + a]
                 if (not unb) and jb == ja:
                     PH[p] = buf[s + b]
@@ -155,8 +177,8 @@ def bucketize(buf, boff, tL, mm, G, B):
                     PH[p] = buf2[b0 + ja + 1] if ja + 1 < L2 else I64_MAX
                 pe[e, 0] = p
             if right:
-                p = rfill[b0 + jb]
-                rfill[b0 + jb] = p + 1
+                p = rc[s + b]
+                rc[s + b] = p + 1
                 PL[p] = buf2[b0 + jb]
                 PH[p] = buf[s + b]
                 pe[e, 1] = p
@@ -166,30 +188,6 @@ def bucketize(buf, boff, tL, mm, G, B):
             else:
                 mm[e, 0] = 0
                 mm[e, 1] = 0
-    # a bucket's left pieces by lower key, its right pieces by upper key descending: an element
-    # stops scanning each list at the first piece that cannot contain it (``_dt_push``)
-    own = np.empty(PL.shape[0], np.int64)
-    for e in range(M):
-        for x in range(2):
-            if pe[e, x] >= 0:
-                own[pe[e, x]] = 2 * e + x
-    for j in range(tot):
-        a0 = pstart[j]
-        a1 = a0 + nleft[j]
-        a2 = pstart[j + 1]
-        for lo_, hi_, side in ((a0, a1, 0), (a1, a2, 1)):
-            if hi_ - lo_ < 2:
-                continue
-            perm = np.argsort(PL[lo_:hi_] if side == 0 else -PH[lo_:hi_], kind="mergesort")
-            pl = PL[lo_:hi_].copy()
-            ph = PH[lo_:hi_].copy()
-            ow = own[lo_:hi_].copy()
-            for y in range(hi_ - lo_):
-                z = lo_ + y
-                PL[z] = pl[perm[y]]
-                PH[z] = ph[perm[y]]
-                o = ow[perm[y]]
-                pe[o >> 1, o & 1] = z
     return buf2, tL2, tH2, tbase2, nrows, pe, PL, PH, pstart, gb0, nleft
 
 

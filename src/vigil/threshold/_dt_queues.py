@@ -85,7 +85,8 @@ def heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0, pe, P0):
         n = _participants(e, mm, tL, tH, tbase, pe, P0, out)
         mm[e, 3] = n
         for y in range(n):
-            cnt[out[y]] += 1
+            if out[y] < P0:  # (a private piece has its one entry in its row)
+                cnt[out[y]] += 1
         if sampled:
             q = mm[e, 2] & _LO32
             for y in range(n):
@@ -150,8 +151,6 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr, Z, sq, row
         j = mm[e, 3]
         for y in range(n):
             r = out[y]
-            slot = cnt[r]
-            cnt[r] = slot + 1
             mu = np.int64(SHARE)
             kk = key
             if split:
@@ -167,6 +166,8 @@ def build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, tt, qn, qr, Z, sq, row
                 NR[r, 3] = (q << 32) | mu
                 slot = 0
             else:
+                slot = cnt[r]
+                cnt[r] = slot + 1
                 tt[slot, 0] = kk
                 tt[slot, 1] = (q << 32) | mu
             qn[j + y, 0] = r
