@@ -70,7 +70,7 @@ def main() -> None:
     from vigil.pipeline.session import get_session
 
     algos = {"threshold": a.algo}
-    spark = get_session(conf=dict(kv.split("=", 1) for kv in a.conf))
+    spark = get_session(conf=dict(kv.split("=", 1) for kv in a.conf), whole_files=True)  # as vigil run and the bench
     work = Path(tempfile.mkdtemp(prefix="vigil-pipe-thr-"))
     try:
         ws, wo = threshold_workload(2 * 1000, 1000)  # warm-up of both sides, as the bench does

@@ -114,7 +114,7 @@ def main() -> None:
 
     DataStreamWriter.start = start_and_keep
     algos = {"threshold": a.algo}
-    spark = get_session(conf=dict(kv.split("=", 1) for kv in a.conf))
+    spark = get_session(conf=dict(kv.split("=", 1) for kv in a.conf), whole_files=True)  # as vigil run and the bench
     jvm = _jvm_pids()
     work = Path(tempfile.mkdtemp(prefix="vigil-pipe-tl-"))
     samples: list[tuple[float, float, float]] = []

@@ -147,7 +147,7 @@ def throughput(scale: float, algos: dict, work: Path, console, workloads=("thres
     from vigil.bench.common import Result
     from vigil.pipeline.session import get_session
 
-    spark = get_session()
+    spark = get_session(whole_files=True)  # both workloads are Parquet files through driver mode
     results = []
     for wl in workloads:
         # untimed warm-up of both sides on a small input of this workload (JIT, code generation)

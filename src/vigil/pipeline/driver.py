@@ -319,7 +319,8 @@ def run(cfg: RunConfig, spark=None) -> dict[str, Any]:
     store = SnapshotStore(ckpt, cfg.keep_snapshots)
     store.check_config(cfg)
     sinks.clean_partial(out)
-    spark = spark or get_session(cfg.master, shards=cfg.shards if cfg.mode == "sharded" else 0)
+    spark = spark or get_session(cfg.master, shards=cfg.shards if cfg.mode == "sharded" else 0,
+                                 whole_files=cfg.mode == "driver" and cfg.fmt == "parquet")
     schema = None
     if cfg.fmt != "kafka":
         schema = (

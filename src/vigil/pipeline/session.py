@@ -9,6 +9,17 @@ partition, which is what makes the arrival order of elements deterministic (Parq
 operation files travel whole anyway, see :mod:`.sources`).
 
 Starting a session costs 4-12 s on this machine; tests share one session per module.
+
+JIT. In driver mode with Parquet the JVM moves whole files (``binaryFile``) and plans one small
+job per micro-batch: no per-row work. Its C2 compiler then spends more CPU than it saves: in a
+fresh JVM ~1-2 s of compiler CPU over the first dozens of micro-batches (Spark's planner and
+analyzer warming up), taken from the engine's cores. ``get_session(whole_files=True)`` starts the
+JVM with ``-XX:TieredStopAtLevel=1`` (C1 only). Measured 2026-11-26 (2 cores, load 4-7, the
+pipeline bench's threshold point, 3 x 1M rows, runs 2-3 of a session): JVM CPU 1.50-2.15 ->
+0.79-1.03 s per run; 8 x 1M rows, Spark alone: 1.25-1.28 -> 0.83-1.16 s by the fifth run. Not for
+JSON/CSV (or Kafka), where the JVM parses every row: C1 code doubles that (500k JSON rows:
+0.84-1.10 -> 2.09-2.23 s JVM CPU), so the default JIT stays there. Only a JVM this call starts
+is affected; ``conf`` may set ``spark.driver.extraJavaOptions`` itself.
 """
 
 from __future__ import annotations
@@ -18,6 +29,8 @@ import sys
 from typing import Any
 
 _HUGE = str(1 << 40)
+
+WHOLE_FILE_CONF: dict[str, str] = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
 DEFAULTS: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -39,10 +52,12 @@ DEFAULTS: dict[str, str] = {
 
 
 def get_session(
-    master: str | None = None, app_name: str = "vigil", conf: dict[str, Any] | None = None, shards: int = 0
+    master: str | None = None, app_name: str = "vigil", conf: dict[str, Any] | None = None, shards: int = 0,
+    whole_files: bool = False,
 ):
     """Get or create the SparkSession. ``master`` defaults to ``local[*]`` unless the job was
-    launched by ``spark-submit`` (which sets ``spark.master``)."""
+    launched by ``spark-submit`` (which sets ``spark.master``). ``whole_files``: the session moves
+    whole files only (driver mode with Parquet): C1-only JIT, see the module doc."""
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     # Python workers (sharded mode) must run this interpreter, where vigil is installed
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -55,6 +70,8 @@ def get_session(
     elif "SPARK_SUBMIT_OPTS" not in os.environ and not os.environ.get("SPARK_ENV_LOADED"):
         b = b.master("local[*]")
     settings = dict(DEFAULTS)
+    if whole_files:
+        settings.update(WHOLE_FILE_CONF)
     if shards:
         settings["spark.sql.shuffle.partitions"] = str(max(1, shards))
     settings.update({k: str(v) for k, v in (conf or {}).items()})
