@@ -12,8 +12,9 @@ ns + i/1000 (the window stays full: m_b ~ 0.2 m'); ``stream``: before each chunk
 cache folds inserts in between probes, and the window slides; ``churn``: ``stream`` plus, before
 each chunk, ``batch // 100`` new queries with a narrow rangeC at a random place registered and
 the previous chunk's terminated (new stabbing groups: the stabbing points change, every cache
-entry goes stale and is recomputed at its key's next probe); the plans' index rebuild is done
-untimed (one extra tuple inserted) before the timed pushes. Prints tuples per CPU second of
+entry goes stale and is recomputed at its key's next probe), ``churn1`` the same
+with one query per chunk; the plans' index rebuild is done untimed (one extra tuple inserted)
+before the timed pushes. Prints tuples per CPU second of
 both, the ratio, and the cache's counters (recomputed / trimmed entries, folded inserts).
 ``what``: ``insert`` (default: the operator's insert, storing the R tuples too) or ``probe``
 (the plan's probe of the batch alone, count mode: the kernel and the cache upkeep). ``plan``:
@@ -50,11 +51,11 @@ added: list[int] = []
 qnext = 10 * n
 for c in range(-2, chunks):  # chunks -2, -1: untimed warm-up (kernels loaded, entries filled)
     sl = slice(max(c, 0) * B, (max(c, 0) + 1) * B)
-    if scenario == "churn":
+    if scenario.startswith("churn"):
         for q in added:
             op.terminate(q)
         added = []
-        for _ in range(max(1, B // 100)):
+        for _ in range(1 if scenario == "churn1" else max(1, B // 100)):
             r = op.q[int(rng.integers(0, n))]  # (alo, ahi, clo, chi, w) of a Table I query
             cc = rng.uniform(sx.min(), sx.max())
             spec = wl.specs("window", np.array([[r[0], r[1], cc, cc + 1e-3 * (sx.max() - sx.min())]]),
@@ -62,7 +63,7 @@ for c in range(-2, chunks):  # chunks -2, -1: untimed warm-up (kernels loaded, e
             added.append(qnext)
             op.register(qnext, spec)
             qnext += 1
-    if scenario in ("stream", "churn"):
+    if scenario in ("stream", "churn", "churn1"):
         pick = rng.integers(0, len(sk), B)
         op.insert("right", np.arange(seq, seq + B), sk[pick], sx[pick].reshape(-1, 1), T + np.arange(B, dtype=float))
         seq += B
@@ -70,7 +71,7 @@ for c in range(-2, chunks):  # chunks -2, -1: untimed warm-up (kernels loaded, e
         t = T + np.arange(B, dtype=float) / B
     else:
         t = T + (c * B + np.arange(B, dtype=float)) / 1000.0
-    if scenario == "churn":  # the query indexes rebuilt here, untimed
+    if scenario.startswith("churn"):  # the query indexes rebuilt here, untimed
         op.insert("left", np.array([seq]), key[sl][:1], x[sl][:1].reshape(-1, 1), t[:1])
         seq += 1
     for on in rng.permutation([True, False]).tolist():
@@ -91,5 +92,5 @@ print(f"{name} n={n} batch={B} chunks={chunks} {scenario} {what}: cache {chunks 
       f"{chunks * B / cpu[False]:,.0f} tuples per CPU second; cache {cpu[False] / cpu[True]:.2f}x faster "
       f"(median per chunk {np.median(np.array(per[False]) / np.array(per[True])):.2f}x); "
       f"{1e6 * cpu[True] / (chunks * B):.2f} vs {1e6 * cpu[False] / (chunks * B):.2f} us/tuple; mean m_b "
-      f"{mb.mean():.0f}; recomputed {st[sc.RECOMPUTED]}, trimmed {st[sc.TRIMMED]}, folded inserts {st[sc.UPDATED]}; "
+      f"{mb.mean():.0f}; recomputed {st[sc.RECOMPUTED]}, versions {plan.cache('left').ver}, trimmed {st[sc.TRIMMED]}, folded inserts {st[sc.UPDATED]}; "
       f"cache {plan.cache('left').nbytes() / 1e6:.2f} MB")
