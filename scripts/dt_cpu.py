@@ -21,11 +21,11 @@ import time
 import numpy as np
 
 
-def _trace(dim, scale):
+def _trace(dim, scale, resolver="scan"):
     from vigil.bench.threshold import PRESETS, _point_params, make_operator
     from vigil.workloads.threshold import generate_trace
     wp = _point_params(PRESETS["fig3"], dim, scale, 1000, 0, {})
-    return generate_trace(wp, make_operator("scan", dim))
+    return generate_trace(wp, make_operator(resolver, dim))
 
 
 def main() -> None:
@@ -35,11 +35,11 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=2)
     ap.add_argument("--scale", type=float, default=0.1)
     ap.add_argument("--out")
-    ap.add_argument("--algo", default="dt")
+    ap.add_argument("--algo", default="dt", help="run: the operator; gen: the resolver of the trace")
     ap.add_argument("--bucket", type=int, help="dt.BUCKET (endpoints per bucket, 2D)")
     a = ap.parse_args()
     if a.cmd == "gen":
-        tr = _trace(a.dim, a.scale)
+        tr = _trace(a.dim, a.scale, a.algo)
         with open(a.out, "wb") as f:
             pickle.dump((tr.params.dim, tr.steps, tr.outputs), f, protocol=5)
         print("steps", len(tr.steps))

@@ -239,7 +239,7 @@ class _Structure:
             sq = np.sqrt(NR[row0:, 1], dtype=np.float32)  # sqrt(rate) of each last-dimension node
             NR[row0:, 1] = 0  # counters start at 0
         # the last dimension's entries are laid out and written tree by tree (locality)
-        poff, slots, Z = K.heap_layout(NR, moff, mm, gorder, tL, tH, tbase, sq, row0, pe, P0)
+        poff, slots, Z = K.heap_layout(NR, moff, mm, tL, tH, tbase, sq, row0, pe, P0)
         E = int(poff[-1])
         if NR.shape[0] >= 2**31 or slots >= 2**31:
             raise MemoryError("DT structure too large for 32-bit entry indices")
@@ -247,7 +247,7 @@ class _Structure:
         self.qn = _take(pool, (E, 2), np.int32)
         self.qr = _take(pool, (k + 1, 4), np.int64)
         self.qr.fill(0)
-        K.build_heaps(NR, mm, gorder, tL, tH, tbase, poff, rem, self.tt, self.qn, self.qr, Z, sq, row0, pe, P0)
+        K.build_heaps(NR, mm, tL, tH, tbase, poff, rem, self.tt, self.qn, self.qr, Z, sq, row0, pe, P0)
         self.qalive = np.ones(k, dtype=np.uint8)
         self.out_q = np.empty(k, dtype=np.int64)
         self.out_o = np.empty(k, dtype=np.int64)
