@@ -102,13 +102,20 @@ def main() -> None:
     _wrap(Engine, "add_operations")
     _wrap(Engine, "process")
     _wrap(sinks, "write_batch")
+    from vigil.pipeline import sources
+
+    _wrap(sources, "infer_schema")
+    _wrap(sources, "stream_rows")
+    _wrap(sources, "operations")
     from pyspark.sql.streaming import DataStreamWriter
 
     queries = []
     start = DataStreamWriter.start
 
     def start_and_keep(self, *a, **k):
+        _mark("writeStream.start >")
         q = start(self, *a, **k)
+        _mark("writeStream.start <")
         queries.append(q)
         return q
 
