@@ -184,8 +184,8 @@ def wj_ssi(K, X, S, T, kb, av, tv, wmax, P, root, NB, NC, IB, IQ, Qid, OLO, OHI,
 
 @numba.njit(cache=True, nogil=True)
 def wj_ssi_cached(K1, X1, S1, T1, Kt1, Xt1, St1, Tt1, K2, X2, S2, T2, Kt2, Xt2, St2, Tt2, kb, av, tv, wmax,
-                  root, NB, NC, IB, IQ, Qid, OLO, OHI, W, QP, QG, HK, HV, EM, EC, AX, AT, AF, ST, P, ver, mode, oq,
-                  oi, oo):
+                  root, NB, NC, IB, IQ, Qid, OLO, OHI, W, QP, QG, HK, HV, EM, EC, AX, AT, AF, ST, P, ver, SEEN, BUF,
+                  AFF, base, mode, oq, oi, oo):
     """WJ-SSI (§3.3.2, Fig. 6, Theorem 4) over the skyline cache (:mod:`vigil.joins._skyline_cache`,
     first made fresh for the batch's keys (``prepare``, trimmed at the batch's earliest time; if
     it needs room, returns (-1, 0) and the caller grows the cache and calls again: the entries
@@ -198,7 +198,10 @@ def wj_ssi_cached(K1, X1, S1, T1, Kt1, Xt1, St1, Tt1, K2, X2, S2, T2, Kt2, Xt2, 
     walk in a part without one (an affected query is affected through one part, maybe not
     the other).
     O(log m + m̄_b' + m̄_b g3(n) + k') per arriving tuple, m̄_b' the cached (untrimmed) points.
-    Past ``prepare`` it reads the cache only (a rerun for output room gives the same records)."""
+    Past ``prepare`` it reads the cache only (a rerun for output room gives the same records).
+    SEEN, BUF, AFF: the caller's scratch of len(Qid) + 1 (no O(n) allocation per call: it
+    dominated one-tuple calls); SEEN holds stamps base + i + 1, so every call needs a base above
+    the last call's base + len(kb)."""
     t0 = np.inf
     for i in range(len(tv)):
         if tv[i] < t0:
@@ -210,11 +213,10 @@ def wj_ssi_cached(K1, X1, S1, T1, Kt1, Xt1, St1, Tt1, K2, X2, S2, T2, Kt2, Xt2, 
     tau = len(P)
     n = 0
     cnt = 0
-    nq = len(Qid)
-    buf = np.empty(nq + 1, np.int64)
+    buf = BUF
     stack = np.empty(16 * 64, np.int64)
-    seen = np.zeros(nq, np.int64)
-    aff = np.empty(nq + 1, np.int64)
+    seen = SEEN
+    aff = AFF
     gpos = np.empty(max(tau, 1), np.int64)
     gst = np.zeros(max(tau, 1), np.int64)
     for i in range(len(kb)):
@@ -234,8 +236,8 @@ def wj_ssi_cached(K1, X1, S1, T1, Kt1, Xt1, St1, Tt1, K2, X2, S2, T2, Kt2, Xt2, 
             f = stab(NB, NC, IB, IQ, root, AX[k], a, z, buf, stack)
             for u in range(f):
                 j = buf[u]
-                if seen[j] != i + 1:
-                    seen[j] = i + 1
+                if seen[j] != base + i + 1:
+                    seen[j] = base + i + 1
                     aff[na] = j
                     na += 1
         if na == 0:

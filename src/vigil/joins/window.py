@@ -125,10 +125,15 @@ class _Cached:
         head = (*pa, key, x, t, wmax, *wp[2:], q.qid, q.olo, q.ohi, q.w, qp, qg)
         z = np.empty(0, np.int64)
         cap = self.__dict__.get("sky_cap", 256)  # its own (run_fixed's ``cap`` follows the per-part calls)
+        scr = self.__dict__.setdefault("scratch", {}).get(side)
+        if scr is None or len(scr[0]) != len(q.qid) + 1:  # seen stamps, D's output, the affected
+            scr = self.scratch[side] = [np.zeros(len(q.qid) + 1, np.int64), np.empty(len(q.qid) + 1, np.int64),
+                                        np.empty(len(q.qid) + 1, np.int64), 0]
         while True:  # run_fixed, plus growing the cache when its kernel asks for room
             oq, oi, oo = (z, z, z) if mode == 2 else (np.empty(cap, np.int64), np.empty(cap, np.int64),
                                                        np.empty(cap, np.int64))
-            n, cnt = kw.wj_ssi_cached(*head, *c.arrays(), P, c.ver, mode, oq, oi, oo)
+            n, cnt = kw.wj_ssi_cached(*head, *c.arrays(), P, c.ver, *scr, mode, oq, oi, oo)
+            scr[3] += len(key) + 1  # fresh stamps for the next call (a rerun too)
             if n < 0:
                 c.room()
                 continue
