@@ -335,3 +335,40 @@ def test_cache_memory_flat_on_a_long_stream():
             sizes.append(op.plan.cache("left").nbytes() + op.plan.cache("right").nbytes())
     assert max(sizes[3:]) <= 2 * max(sizes[:3]), sizes
     assert op.plan.cache("left").ST[sc.RECOMPUTED] > 0
+
+
+def test_router_mbar_after_a_group_change_is_the_estimate_until_probed():
+    """After a registration that changes WJ-SSI's stabbing points, the router reads no stale
+    entry: the estimate until the plan probes the key again, then the exact count."""
+    from vigil.joins.dynamic import Dynamic
+
+    rng = np.random.default_rng(8)
+    _, qs = _window_ops([], rng, 40)
+    op = Dynamic("window", "count")
+    for i, q in qs.items():
+        op.register(i, q)
+    n = 300
+    sk = rng.integers(0, 3, n).astype(np.int64)
+    sx = rng.uniform(0, 50, n).round()
+    st = np.arange(n, dtype=float) / 4
+    op.insert("right", np.arange(1, n + 1), sk, sx.reshape(-1, 1), st)
+    key, x, t = np.array([0, 1], np.int64), np.full(2, 20.0), np.full(2, n / 4 + 1.0)
+    op.force = "ssi"
+    op.insert("left", np.arange(n + 1, n + 3), key, x.reshape(-1, 1), t)
+    assert (op.stats("left", key, x, t)["mbar"] >= 0).all()
+    P0 = op.route["ssi"].built["left"][1][1].copy()
+    op.register(1000, select("new", (0.0, 50.0), (70.0, 70.5), 30.0))  # a new group far right
+    op.force = "join_first"
+    op.insert("left", np.array([n + 3]), key[:1], x[:1].reshape(-1, 1), t[:1])  # rebuilds, no WJ-SSI probe
+    P1 = op.route["ssi"].built["left"][1][1]
+    assert len(P1) != len(P0) or not np.array_equal(P0, P1)
+    cached = op.cached_mbar("left", key, t)[0]
+    assert (cached == -1).all()
+    op.force = "ssi"
+    op.insert("left", np.arange(n + 4, n + 6), key, x.reshape(-1, 1), t)
+    got = op.stats("left", key, x, t)["mbar"]
+    wmax = op.route["ssi"].built["left"][1][0]
+    for j, k in enumerate(key.tolist()):
+        m = sk == k
+        want = brute(sx[m], st[m], P1, t[j], wmax)
+        assert got[j] == sum(1 for (_, tt) in want if abs(t[j] - tt) < wmax)

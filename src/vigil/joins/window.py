@@ -151,6 +151,9 @@ class _Cached:
         if b is None:
             return None
         c = self.cache(side)
+        if c.src is not b[1][1]:  # rebuilt since the last probe: entries of other points are stale
+            c.set_points(b[1][1])
+            c.src = b[1][1]
         c.sync(self.op.sides["right" if side == "left" else "left"])
         return c.mbar(np.ascontiguousarray(key, np.int64), np.ascontiguousarray(t, np.float64), b[1][0])
 
