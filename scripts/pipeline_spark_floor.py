@@ -12,8 +12,9 @@ for, and the JVM CPU is what it takes from the engine's cores.
     python scripts/pipeline_spark_floor.py [--batch 1000000] [--files 6] [--repeat 3] [--conf k=v ...]
 
 Prints per run: time to the first foreachBatch (query start), per batch the wall between
-foreachBatch starts and the collect's wall, Spark's progress durations, the JVM CPU and its JIT
-and GC threads' share.
+foreachBatch starts and the collect's wall, Spark's progress durations, the JVM CPU (process
+total) and its JIT and GC threads' share (summed over live threads: a compiler thread that
+exited during the run makes the JIT figure low, even negative).
 """
 
 from __future__ import annotations
@@ -49,6 +50,22 @@ def _jvm_threads() -> dict[str, float]:
     return out
 
 
+def _jvm_total() -> float:
+    """CPU seconds of this process's child JVMs from /proc/PID/stat (threads that exited count,
+    unlike a sum over /proc/PID/task)."""
+    me, total = os.getpid(), 0.0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                st = (d / "stat").read_text()
+                f = st[st.rindex(")") + 2:].split()
+                if int(f[1]) == me and b"java" in (d / "cmdline").read_bytes():
+                    total += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
+
+
 def _kinds(th: dict[str, float]) -> dict[str, float]:
     jit = sum(v for k, v in th.items() if "Compiler" in k)
     gc = sum(v for k, v in th.items() if "GC" in k or "G Conc" in k or "G Refine" in k or "VM Thread" in k)
@@ -81,7 +98,7 @@ def main() -> None:
             assert rows.num_rows or ops
 
         shutil.rmtree(w / "ck", ignore_errors=True)
-        th0 = _jvm_threads()
+        th0, j0 = _jvm_threads(), _jvm_total()
         c0 = time.process_time()
         t0 = time.perf_counter()
         df = sources.combined(sources.stream_rows(spark, str(w / "s"), "parquet", None, 1),
@@ -93,6 +110,7 @@ def main() -> None:
         cpu_py = time.process_time() - c0
         th1 = _jvm_threads()
         jvm = _kinds({k: v - th0.get(k, 0.0) for k, v in th1.items()})
+        jvm["total"] = _jvm_total() - j0
         fbs = [t for e, _, t in ev if e == "fb"]
         col = [t - s for (e, _, t), s in zip([x for x in ev if x[0] == "collected"], fbs, strict=True)]
         return {

@@ -9,7 +9,8 @@ snapshot seconds, latency) to see where the driver spends.
 
 ``--conf`` overrides a setting of ``vigil.pipeline.session.DEFAULTS`` for this process's
 session (e.g. ``spark.driver.extraJavaOptions=``: the JVM's defaults). ``jvm_jit_s`` is the CPU
-time of the JVM's JIT compiler threads (from /proc/PID/task), part of ``spark_cpu_s_jvm``.
+time of the JVM's JIT compiler threads (from /proc/PID/task), part of ``spark_cpu_s_jvm``
+(approximate: a compiler thread that exits during the run takes its CPU time with it).
 """
 
 from __future__ import annotations
