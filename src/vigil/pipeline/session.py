@@ -18,7 +18,7 @@ JVM with ``-XX:TieredStopAtLevel=1`` (C1 only). Measured 2026-11-26 (2 cores, lo
 pipeline bench's threshold point, 3 x 1M rows, runs 2-3 of a session): JVM CPU 1.50-2.15 ->
 0.79-1.03 s per run; 6 x 1M rows, Spark alone, runs 2-4: 1.76-2.67 -> 1.24-1.34 s. Not for
 JSON/CSV (or Kafka), where the JVM parses every row: C1 code doubles that (500k JSON rows:
-0.84-1.10 -> 2.09-2.23 s JVM CPU), so the default JIT stays there. Only a JVM this call starts
+0.84-1.32 -> 2.09-2.32 s JVM CPU), so the default JIT stays there. Only a JVM this call starts
 is affected; ``conf`` may set ``spark.driver.extraJavaOptions`` itself.
 """
 
