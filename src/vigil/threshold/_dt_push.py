@@ -16,22 +16,22 @@ from ._dt_queues import _rekey, _remove_query, _root, _set_pay
 
 
 @nb.njit(cache=True, inline="always")
-def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0):
+def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
     """Query q matured at element i: report it and remove its entries eagerly (§4)."""
     out_q[nout] = q
     out_o[nout] = i
     st[ST_MATURED] += 1
     qalive[q] = 0
     qr[q, 1] = -1
-    _remove_query(NR, tt, qn, qr, q, P0)
+    _remove_query(NR, tt, qn, qr, q, PH, P0)
     return nout + 1
 
 
 @nb.njit(cache=True, inline="always")
-def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0):
+def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
     """Counter of node r is now c (>= the top sigma of H(r)): deliver every due signal. A row
     r >= P0 is a private piece (``_dt_bucket``): one entry, key and payload in its row."""
-    priv = r >= P0
+    priv = PH.ndim == 1 and r >= P0  # (a 2-D PH: no pieces, compiled away)
     nleaf = np.int64(1)
     rp = np.int64(0)
     if not priv:
@@ -49,7 +49,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0):
         lq = qr[q, 1]
         if lq < 0:
             # entry of a terminated query (lazy deletion): drop it now that it surfaced
-            _rekey(NR, tt, P0, r, slot, I64_MAX)
+            _rekey(NR, tt, PH, P0, r, slot, I64_MAX)
             st[ST_PURGED] += 1
             continue
         if lq > 0:
@@ -64,7 +64,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0):
             st[ST_SIGNALS] += ksig
             if add < qr[q, 2]:
                 qr[q, 2] -= add
-                _rekey(NR, tt, P0, r, slot, s0 + ksig * lu)
+                _rekey(NR, tt, PH, P0, r, slot, s0 + ksig * lu)
                 continue
             e0 = qr[q, 3]
             e1 = qr[q + 1, 3]
@@ -82,7 +82,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0):
                     cb = cu
                     best = j
             if S >= qr[q, 0]:
-                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0)
+                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
                 continue
             remq = qr[q, 0] - S
             if remq <= DIRECT * h:
@@ -91,7 +91,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0):
                 st[ST_DIRECT] += 1
                 for j in range(e0, e1):
                     u = qn[j, 0]
-                    _rekey(NR, tt, P0, u, qn[j, 1], NR[u, 1] + 1)
+                    _rekey(NR, tt, PH, P0, u, qn[j, 1], NR[u, 1] + 1)
             else:
                 # next round: slack unit floor(tau' / (2 (1 + SHARE) h)); participant u gets
                 # 1 + share_u units, shares ~ SHARE h sqrt(c(u)) / sum sqrt(c) (c(u) counts since
@@ -111,22 +111,22 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0):
                     mu = np.int64(f * np.sqrt(np.float64(cu))) if Z > 0.0 else np.int64(SHARE)
                     mu = min(mu, SHARE * h - used)
                     used += mu
-                    _set_pay(NR, tt, P0, u, sl, (q << 32) | mu)
-                    _rekey(NR, tt, P0, u, sl, cu + nl * (1 + mu))
+                    _set_pay(NR, tt, PH, P0, u, sl, (q << 32) | mu)
+                    _rekey(NR, tt, PH, P0, u, sl, cu + nl * (1 + mu))
                 u = qn[best, 0]
                 sl = qn[best, 1]
                 mu = SHARE * h - used
-                _set_pay(NR, tt, P0, u, sl, (q << 32) | mu)
-                _rekey(NR, tt, P0, u, sl, NR[u, 1] + nl * (1 + mu))
+                _set_pay(NR, tt, PH, P0, u, sl, (q << 32) | mu)
+                _rekey(NR, tt, PH, P0, u, sl, NR[u, 1] + nl * (1 + mu))
         else:
             # direct mode (tau <= DIRECT h): every counter change is reported
             a = qr[q, 2] + c - (s0 - 1)
             qr[q, 2] = a
             st[ST_SIGNALS] += 1
             if a >= qr[q, 0]:
-                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0)
+                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
                 continue
-            _rekey(NR, tt, P0, r, slot, c + 1)
+            _rekey(NR, tt, PH, P0, r, slot, c + 1)
     return nout
 
 
@@ -228,7 +228,7 @@ _GROUP = 16
 
 
 @nb.njit(cache=True, nogil=True)
-def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, bk, tt, qn, qr, qalive, out_q, out_o, st, floor):
+def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, out_o, st, floor):
     """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) through one structure.
     Each element visits the root-to-leaf path of the primary tree and, for d > 1, of the
     secondary trees of the nodes on it (§6); each visited node of the last dimension gets
@@ -239,15 +239,17 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, bk, tt, qn, qr, qalive, out_
     path (addresses known, so the misses overlap) and heap inspection. Offsets are exact: an
     element touches at most one node of any query's canonical set, so the order of the counter
     updates *within* one element is immaterial, and nothing phase A reads ever changes.
-    With ``bk`` the last-dimension trees are bucketed (``_dt_bucket``): at its leaf (bucket) the
-    element also checks the bucket's private pieces p (rows ``P0 + p``: lower key ``NR[P0 + p, 0]``,
-    upper key ``PH[p]``) and bumps
-    those containing it. With ``floor`` only counters are maintained. Returns the number of maturities written to
+    With a 1-D ``PH`` the last-dimension trees are bucketed (``_dt_bucket``; not bucketed: a 2-D
+    ``PH``, so that numba compiles a separate kernel without the bucket code): at its leaf
+    (bucket) the element also checks the bucket's private pieces p (rows ``P0 + p``: lower key
+    ``NR[P0 + p, 0]``, upper key ``PH[p]``) and bumps those containing it. With ``floor`` only
+    counters are maintained. Returns the number of maturities written to
     ``out_q`` (local query) / ``out_o`` (row), in row order. O(log^d m) per element plus O(log m)
     per signal."""
     n = xk.shape[0]
     last = xk.shape[1] - 1
     nout = 0
+    ph = PH.reshape(-1)  # (typed 1-D in both kernels; used only when PH is 1-D)
     # upper bound of items per element: product of (height + 1) over the dimensions
     per = 1
     hmax = 0
@@ -287,9 +289,9 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, bk, tt, qn, qr, qalive, out_
                     c = NR[row, 1] + wi
                     NR[row, 1] = c
                     if c >= NR[row, 2]:
-                        nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0)
+                        nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
                     off += ((L - 1) >> (H - lev)) + 1
-            if bk:
+            if PH.ndim == 1:  # bucketed (a compile-time constant)
                 # the bucket's private pieces (at most B; at most one per query contains x)
                 # (left pieces by lower key: stop at the first above x; right pieces, whose lower
                 # key is the bucket's first, by upper key descending: stop at the first <= x)
@@ -306,12 +308,12 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, bk, tt, qn, qr, qalive, out_
                         if NR[r, 0] > x:
                             p = p1
                             continue
-                        if x >= PH[p - 1]:
+                        if x >= ph[p - 1]:
                             continue
-                    elif x >= PH[p - 1]:
+                    elif x >= ph[p - 1]:
                         break
                     c = NR[r, 1] + wi
                     NR[r, 1] = c
                     if c >= NR[r, 2] and not floor:
-                        nout = _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, P0)
+                        nout = _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
     return nout

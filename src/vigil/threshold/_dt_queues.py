@@ -257,28 +257,28 @@ def _set_key(NR, tt, r, slot, newkey):
 
 
 @nb.njit(cache=True, inline="always")
-def _rekey(NR, tt, P0, r, slot, newkey):
+def _rekey(NR, tt, PH, P0, r, slot, newkey):
     """Set an entry's key: a private piece (row >= P0, ``_dt_bucket``) is its own one-entry queue
     (key in ``NR[r, 2]``, no slot), any other node's entry is leaf ``slot`` of H(r)."""
-    if r >= P0:
+    if PH.ndim == 1 and r >= P0:  # (a 2-D PH: no pieces, the branch compiles away)
         NR[r, 2] = newkey
     else:
         _set_key(NR, tt, r, slot, newkey)
 
 
 @nb.njit(cache=True, inline="always")
-def _set_pay(NR, tt, P0, r, slot, val):
+def _set_pay(NR, tt, PH, P0, r, slot, val):
     """Set an entry's payload (q << 32 | share): ``NR[r, 3]`` of a private piece, else its leaf."""
-    if r >= P0:
+    if PH.ndim == 1 and r >= P0:  # (a 2-D PH: no pieces, the branch compiles away)
         NR[r, 3] = val
     else:
         tt[slot, 1] = val
 
 
 @nb.njit(cache=True, inline="always")
-def _remove_query(NR, tt, qn, qr, q, P0):
+def _remove_query(NR, tt, qn, qr, q, PH, P0):
     for j in range(qr[q, 3], qr[q + 1, 3]):
-        _rekey(NR, tt, P0, qn[j, 0], qn[j, 1], I64_MAX)
+        _rekey(NR, tt, PH, P0, qn[j, 0], qn[j, 1], I64_MAX)
 
 
 # --------------------------------------------------------------------------------------------

@@ -193,7 +193,9 @@ class _Structure:
         # Big arrays are allocated here, in numpy (from the pool of a replaced structure when
         # possible; huge pages per HUGEPAGES, see DT._build), and filled by the kernels.
         bk = d > 1 and BUCKET > 0  # bucketed last-dimension trees (``_dt_bucket``)
-        pe, PH, P0 = np.empty((0, 2), np.int64), np.empty(0, np.int64), 0
+        # PH: the pieces' upper keys; 2-D (empty) when not bucketed: push_dt is then compiled
+        # without the bucket code
+        pe, PH, P0 = np.empty((0, 2), np.int64), np.empty((0, 0), np.int64), 0
         for dim in range(d):
             kl = np.ascontiguousarray(klo[:, dim])
             kh = np.ascontiguousarray(khi[:, dim])
@@ -234,7 +236,7 @@ class _Structure:
         # rates for the first round's slack split: the counts of a sample of recent elements
         sq = np.empty(0, np.float32)
         if sample is not None and sample[1].shape[0] > 0:
-            K.push_dt(sample[0], sample[1], NR, self.tbase, self.tL, self.tH, self.tdim, PH, P0, bk, *_NO_TRACKING,
+            K.push_dt(sample[0], sample[1], NR, self.tbase, self.tL, self.tH, self.tdim, PH, P0, *_NO_TRACKING,
                       True)
             sq = np.sqrt(NR[row0:, 1], dtype=np.float32)  # sqrt(rate) of each last-dimension node
             NR[row0:, 1] = 0  # counters start at 0
@@ -518,7 +520,6 @@ class DT(ThresholdOperator):
                     t.tdim,
                     t.PH,
                     t.P0,
-                    t.bk,
                     t.tt,
                     t.qn,
                     t.qr,
