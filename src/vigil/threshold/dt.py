@@ -193,8 +193,7 @@ class _Structure:
         # Big arrays are allocated here, in numpy (from the pool of a replaced structure when
         # possible; huge pages per HUGEPAGES, see DT._build), and filled by the kernels.
         bk = d > 1 and BUCKET > 0  # bucketed last-dimension trees (``_dt_bucket``)
-        # PH: the pieces' upper keys; 2-D (empty) when not bucketed: push_dt is then compiled
-        # without the bucket code
+        # PH: the pieces' upper keys; 2-D (empty) when not bucketed: kernels without bucket code
         pe, PH, P0 = np.empty((0, 2), np.int64), np.empty((0, 0), np.int64), 0
         for dim in range(d):
             kl = np.ascontiguousarray(klo[:, dim])
@@ -204,7 +203,8 @@ class _Structure:
             else:
                 order = np.argsort(np.concatenate([kl, kh]), kind="stable")
             last = dim == d - 1
-            buf, boff, tL, tH, tbase, mm, nrows, gorder = K.level_sizes(kl, kh, order, moff, mgrp, G)
+            buf, boff, tL, tH, tbase, mm, nrows, _ = K.level_sizes(kl, kh, order, moff, mgrp, G)
+            kl = kh = order = mgrp = None  # (temporaries: freed early, lower peak memory)
             if last and bk:
                 buf, tL, tH, tbase, nrows, pe, PL, PH, pstart, gb0, nleft = K.bucketize(buf, boff, tL, mm, G,
                                                                                         min(BUCKET, 0xFFFF))
@@ -217,6 +217,7 @@ class _Structure:
             K.level_fill(G, row0, last, buf, boff, tL, tH, tbase, block)
             if last and bk:
                 K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, nleft)
+                PL = None
             tb.append(tbase)
             tl.append(tL)
             th.append(tH)
@@ -225,6 +226,7 @@ class _Structure:
             if not last:
                 poff, prow = K.level_canonical(moff, mm, tL, tH, tbase)
                 mgrp, G = K.next_groups(prow, row0, nrows, block, ntrees)
+                prow = None
                 moff = poff
                 row0 += nrows
         self.PH, self.P0, self.bk = PH, P0, bk
