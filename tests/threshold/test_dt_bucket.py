@@ -176,3 +176,31 @@ def test_bucketing_cuts_entries(bucket):
         op.register(np.arange(k), lo, hi, np.full(k, 10**6))
         E[B] = _structure(op).qn.shape[0]
     assert E[32] < 0.8 * E[0]
+
+
+@pytest.mark.parametrize("B", [2, 16, 1 << 20])
+def test_three_dimensions_match_oracle(bucket, B):
+    """d = 3: only the last dimension's trees are bucketed (the middle ones link secondary trees)."""
+    bucket(B)
+    rng = np.random.default_rng(30 + B)
+    d, k = 3, 300
+    lo, hi = _queries(rng, k, d, 40, 20)
+    tau = rng.integers(1, 500, k)
+    op, ref = DT(d), ThresholdOracle(d)
+    for o in (op, ref):
+        o.register(np.arange(k), lo, hi, tau)
+    nq = k
+    for it in range(30):
+        pts = rng.integers(0, 60, (50, d)).astype(float)
+        w = rng.integers(1, 20, 50)
+        got, exp = op.push(pts, w), ref.push(pts, w)
+        assert np.array_equal(got[0], exp[0]) and np.array_equal(got[1], exp[1])
+        if it % 5 == 0:
+            l2, h2 = _queries(rng, 20, d, 40, 20)
+            t2 = rng.integers(1, 500, 20)
+            ids = rng.integers(0, nq + 20, 30)
+            for o in (op, ref):
+                o.register(np.arange(nq, nq + 20), l2, h2, t2)
+                o.terminate(ids)
+            nq += 20
+    assert op.stats["matured"] > 0
