@@ -28,7 +28,9 @@ terminations per push (``trate``).
 
 Start. Until the first push the queries are held by ``scan`` (O(1) per registration, nothing to
 build); the first push, whose batch size is then known, moves them to the algorithm with the
-cheapest predicted build plus ``FIRST_LOOKAHEAD`` decision periods of such pushes at (m, B) -- one
+cheapest predicted build plus ``FIRST_LOOKAHEAD`` decision periods of such pushes at (m, B), and
+at least ``FIRST_ELEMENTS`` elements' worth of them (at B = 1 sixteen periods are only 1,024
+elements, too few to pay any index, and scan at m = 50k then cost ~10% of a run) -- one
 build, the same as registering there directly; from then on the regret rule decides whether a
 costlier build pays.
 
@@ -83,6 +85,7 @@ SMALL_BATCH = 64
 #: the first push moves the queries held so far to the algorithm with the cheapest predicted
 #: build plus this many decision periods of pushes like it (a stream goes on after its first push)
 FIRST_LOOKAHEAD = 16
+FIRST_ELEMENTS = 16_384
 #: an observation counts as at most OUTLIER x (at least 1/OUTLIER x) the current correction factor
 OUTLIER = 2.0
 
@@ -299,16 +302,17 @@ class Auto(ThresholdOperator):
         B = len(weights)
         if not B:
             return self.op.push(points, weights)
-        if self._left > 0 and B >= SMALL_BATCH and self._k:
-            self._end()  # a large push is a period of its own
-        if self._w_n < 1_000_000:  # the mean element weight (of the first million elements)
-            self._w_sum += float(weights[0]) if B == 1 else float(np.sum(weights, dtype=np.float64))
-            self._w_n += B
-        if self._left <= 0:
+        if self._left <= 0 or (B >= SMALL_BATCH and self._k):
+            if self._left > 0:
+                self._end()  # a large push is a period of its own
+            if self._w_n < 1_000_000:  # the mean element weight, from each period's first push
+                self._w_sum += float(np.sum(weights, dtype=np.float64))
+                self._w_n += B
             self._begin(B)
-        t0 = time.perf_counter()
+        perf = time.perf_counter
+        t0 = perf()
         out = self.op.push(points, weights)
-        self._obs += time.perf_counter() - t0
+        self._obs += perf() - t0
         self._k += 1
         self._left -= B
         if self._left <= 0:
@@ -326,7 +330,7 @@ class Auto(ThresholdOperator):
             self._fresh = False
             if m:
                 pred = self._predict(m, B)
-                n = FIRST_LOOKAHEAD * k
+                n = max(FIRST_LOOKAHEAD * k, -(-FIRST_ELEMENTS // B))
                 self.switch_to(min(self.algos, key=lambda a: n * pred[a] + pred["build:" + a]))
         self._decide(m, B, k)
         if self._nper % 8 == 0:  # sample the load over this period (see _end)
