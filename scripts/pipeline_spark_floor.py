@@ -22,48 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-
-def _jvm_threads() -> dict[str, float]:
-    """CPU seconds of this process's child JVMs per thread kind (digits dropped from names)."""
-    me, out = os.getpid(), {}
-    tck = os.sysconf("SC_CLK_TCK")
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            st = (d / "stat").read_text()
-            if int(st[st.rindex(")") + 2:].split()[1]) != me or b"java" not in (d / "cmdline").read_bytes():
-                continue
-            for t in (d / "task").iterdir():
-                st = (t / "stat").read_text()
-                name = re.sub(r"[0-9]+", "", st[st.index("(") + 1:st.rindex(")")]).strip()
-                f = st[st.rindex(")") + 2:].split()
-                out[name] = out.get(name, 0.0) + (int(f[11]) + int(f[12])) / tck
-        except (OSError, ValueError, IndexError):
-            pass
-    return out
-
-
-def _jvm_total() -> float:
-    """CPU seconds of this process's child JVMs from /proc/PID/stat (threads that exited count,
-    unlike a sum over /proc/PID/task)."""
-    me, total = os.getpid(), 0.0
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                st = (d / "stat").read_text()
-                f = st[st.rindex(")") + 2:].split()
-                if int(f[1]) == me and b"java" in (d / "cmdline").read_bytes():
-                    total += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-            except (OSError, ValueError, IndexError):
-                pass
-    return total
+from _jvm_proc import jvm_cpu as _jvm_total
+from _jvm_proc import jvm_threads as _jvm_threads
 
 
 def _kinds(th: dict[str, float]) -> dict[str, float]:

@@ -23,40 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def _jvm_cpu() -> float:
-    """CPU seconds (user + system) of this process's child JVMs (Spark's driver JVM)."""
-    me, total = os.getpid(), 0.0
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                st = (d / "stat").read_text()
-                f = st[st.rindex(")") + 2:].split()
-                if int(f[1]) == me and "java" in (d / "cmdline").read_bytes().decode(errors="replace"):
-                    total += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-            except (OSError, ValueError, IndexError):
-                pass
-    return total
-
-
-def _jvm_jit() -> float:
-    """CPU seconds of the JIT compiler threads of this process's child JVMs."""
-    me, total = os.getpid(), 0.0
-    tck = os.sysconf("SC_CLK_TCK")
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                st = (d / "stat").read_text()
-                if int(st[st.rindex(")") + 2:].split()[1]) != me or b"java" not in (d / "cmdline").read_bytes():
-                    continue
-                for t in (d / "task").iterdir():
-                    st = (t / "stat").read_text()
-                    if "CompilerThre" in st[st.index("(") + 1:st.rindex(")")]:
-                        f = st[st.rindex(")") + 2:].split()
-                        total += (int(f[11]) + int(f[12])) / tck
-            except (OSError, ValueError, IndexError):
-                pass
-    return total
+from _jvm_proc import jvm_cpu as _jvm_cpu
+from _jvm_proc import jvm_jit as _jvm_jit
 
 
 def main() -> None:

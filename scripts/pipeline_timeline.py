@@ -19,6 +19,10 @@ import threading
 import time
 from pathlib import Path
 
+from _jvm_proc import cpu as _cpu
+from _jvm_proc import jvm_pids as _jvm_pids
+from _jvm_proc import jvm_threads as _threads
+
 EV: list[tuple[float, str, str]] = []
 T0 = [0.0]
 
@@ -40,45 +44,6 @@ def _wrap(cls, name: str, label: str | None = None) -> None:
             _mark(f"{label} <  (thread cpu {time.thread_time() - c0:.3f} s)")
 
     setattr(cls, name, g)
-
-
-def _jvm_pids() -> list[int]:
-    me, out = os.getpid(), []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                st = (d / "stat").read_text()
-                f = st[st.rindex(")") + 2:].split()
-                if int(f[1]) == me and b"java" in (d / "cmdline").read_bytes():
-                    out.append(int(d.name))
-            except (OSError, ValueError, IndexError):
-                pass
-    return out
-
-
-def _cpu(pid: int) -> float:
-    st = Path(f"/proc/{pid}/stat").read_text()
-    f = st[st.rindex(")") + 2:].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _threads(pids: list[int]) -> dict[str, float]:
-    """CPU seconds per JVM thread group (thread name with digits dropped: 'C2 CompilerThre',
-    'GC Thread#', 'Executor task launch worker for task', ...)."""
-    import re
-
-    out: dict[str, float] = {}
-    tck = os.sysconf("SC_CLK_TCK")
-    for pid in pids:
-        for t in Path(f"/proc/{pid}/task").iterdir():
-            try:
-                st = (t / "stat").read_text()
-                name = re.sub(r"[0-9]+", "", st[st.index("(") + 1:st.rindex(")")]).strip()
-                f = st[st.rindex(")") + 2:].split()
-                out[name] = out.get(name, 0.0) + (int(f[11]) + int(f[12])) / tck
-            except (OSError, ValueError, IndexError):
-                pass
-    return out
 
 
 def main() -> None:
