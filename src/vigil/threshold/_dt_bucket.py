@@ -39,7 +39,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ._dt_build import _height
+from ._dt_build import tree_layout
 from ._dt_keys import I64_MAX
 
 
@@ -94,18 +94,7 @@ def bucketize(buf, boff, tL, mm, G, B):
                 first[gb0[g] + j] = x
                 buf2[gb0[g] + j] = buf[s + x]
                 prev = j
-    tL2 = np.empty(G, np.int64)
-    tH2 = np.empty(G, np.int64)
-    tbase2 = np.empty(G, np.int64)
-    nrows = 0
-    for g in range(G):
-        w = gb0[g + 1] - gb0[g]
-        tL2[g] = w
-        H = _height(w)
-        tH2[g] = H
-        tbase2[g] = nrows
-        for t in range(H + 1):
-            nrows += ((w - 1) >> (H - t)) + 1
+    tL2, tH2, tbase2, nrows = tree_layout(gb0[1:G + 1] - gb0[:G])
     # two passes over the memberships: count the pieces per bucket and leaf, then place them by a
     # counting sort: a bucket's left pieces by lower key, then its right pieces by upper key
     # descending (an element stops scanning each list at the first piece that cannot contain it)

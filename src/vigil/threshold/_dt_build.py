@@ -23,6 +23,27 @@ def _height(L):
 
 
 @nb.njit(cache=True, nogil=True)
+def tree_layout(widths):
+    """Per tree g of widths[g] leaves: (leaves, height, first row, total rows) of the implicit
+    complete trees laid out one after another (level t of a tree of height H holds
+    ((w - 1) >> (H - t)) + 1 rows). O(sum of heights)."""
+    G = len(widths)
+    tL = np.empty(G, np.int64)
+    tH = np.empty(G, np.int64)
+    tbase = np.empty(G, np.int64)
+    nrows = 0
+    for g in range(G):
+        w = widths[g]
+        tL[g] = w
+        H = _height(w)
+        tH[g] = H
+        tbase[g] = nrows
+        for t in range(H + 1):
+            nrows += ((w - 1) >> (H - t)) + 1
+    return tL, tH, tbase, nrows
+
+
+@nb.njit(cache=True, nogil=True)
 def merge_order(kl, kh, oh):
     """``np.argsort(concat(kl, kh), kind="stable")`` for a sorted ``kl``, given ``oh`` = the stable
     argsort of ``kh``: one merge, O(k) (dimension 0, where the local order sorts ``kl``)."""
@@ -111,18 +132,7 @@ def level_sizes(kl, kh, order, moff, mgrp, G):
                 mm[e, 2] = (g << 32) | q
                 gorder[gfill[g]] = e
                 gfill[g] += 1
-    tL = np.empty(G, np.int64)
-    tH = np.empty(G, np.int64)
-    tbase = np.empty(G, np.int64)
-    nrows = 0
-    for g in range(G):
-        w = fill[g] - boff[g]
-        tL[g] = w
-        H = _height(w)
-        tH[g] = H
-        tbase[g] = nrows
-        for t in range(H + 1):
-            nrows += ((w - 1) >> (H - t)) + 1
+    tL, tH, tbase, nrows = tree_layout(fill[:G] - boff[:G])
     for e in range(M):
         if mm[e, 1] < 0:  # unbounded above: to the end of the (padded) leaf range
             mm[e, 1] = np.int64(1) << tH[mm[e, 2] >> 32]
