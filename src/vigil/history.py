@@ -145,6 +145,12 @@ class History:
                 "horizon": "" if self.horizon is None else f"{self.horizon[0]}:{self.horizon[1]!r}",
                 "dropped": self.dropped, "newest": float(self.newest)}
 
+    @staticmethod
+    def state_rows(s) -> np.ndarray:
+        """The rows (Arrow IPC bytes as uint8) of a :meth:`state`, or of a snapshot's bare bytes
+        (before horizons existed)."""
+        return s["rows"] if isinstance(s, dict) else s
+
     @classmethod
     def load(cls, s) -> History:
         """From :meth:`state`, or from a snapshot's bare bytes (before horizons existed)."""

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pipeline_helpers import assert_same_events, replay, run_outputs
 
+from vigil.history import History
 from vigil.pipeline import sinks
 from vigil.pipeline.driver import RunConfig, run
 from vigil.pipeline.sharded import ShardedProcessor
@@ -85,8 +86,7 @@ def _stored(shard: dict, family: str) -> int:
 
 
 def _history(shard: dict) -> int:
-    h = shard["history"]
-    h = h["rows"] if isinstance(h, dict) else h  # History.state() (bare bytes before horizons)
+    h = History.state_rows(shard["history"])
     if not len(h):
         return 0
     with pa.ipc.open_stream(pa.py_buffer(h.tobytes())) as r:

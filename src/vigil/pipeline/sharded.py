@@ -69,6 +69,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from vigil.events import ERROR_COLUMN, numeric_column
+from vigil.history import History
 from vigil.state import pack, unpack
 
 from . import sinks
@@ -330,8 +331,7 @@ class ShardedProcessor(BaseProcessor):
         for blob in st["blobs"]:
             if not blob:
                 continue
-            h = unpack(blob)["history"]
-            h = h["rows"] if isinstance(h, dict) else h  # the engine's History.state() (its IPC bytes)
+            h = History.state_rows(unpack(blob)["history"])
             if len(h):
                 t = _unipc(h.tobytes())
                 keep = np.zeros(t.num_rows, bool)
