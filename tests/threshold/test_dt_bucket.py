@@ -76,19 +76,30 @@ def test_at_most_B_private_pieces_per_bucket(bucket, B):
     for base, L, H in zip(t.tbase[last], t.tL[last], t.tH[last], strict=True):
         off = sum(((L - 1) >> (H - lev)) + 1 for lev in range(H))
         v = t.NR[base + off : base + off + L, 0]
-        n1, n2 = (v >> 16) & 0xFFFF, v & 0xFFFF  # left pieces, right pieces
-        assert (n1 + n2 <= B).all()
-        p0 = v >> 32
-        assert (p0 + n1 + n2 <= t.PH.shape[0]).all()
-        for a, b, c in zip(p0, p0 + n1, p0 + n1 + n2, strict=True):
-            # left pieces by lower key, right pieces (starting at the bucket's first key) by upper
-            # key descending
-            lo_, hi_ = t.NR[t.P0 + a : t.P0 + b, 0], t.PH[b:c]
-            assert (np.diff(lo_) >= 0).all() and (np.diff(hi_) <= 0).all()
-            if c > b:
-                assert (t.NR[t.P0 + b : t.P0 + c, 0] == t.NR[t.P0 + b, 0]).all()
-    assert (t.NR[t.P0 :, 0] < t.PH).all()  # no empty piece
-    assert t.P0 + t.PH.shape[0] == t.NR.shape[0]
+        # left pieces, pieces with both ends in the bucket, right pieces
+        n1, nb, n2 = (v >> 22) & 0x7FF, (v >> 11) & 0x7FF, v & 0x7FF
+        assert (n1 + nb + n2 <= B).all()
+        p0 = (v >> 33) & 0x7FFFFFFF
+        assert (p0 + n1 + nb + n2 <= t.PH.shape[0]).all()
+        for a, b, c, e in zip(p0, p0 + n1, p0 + n1 + nb, p0 + n1 + nb + n2, strict=True):
+            # left pieces by lower key, all ending at the bucket's end; pieces with both ends
+            # inside by lower key, ending before it; right pieces (starting at the bucket's first
+            # key) by upper key descending
+            lo_, hi_ = t.NR[t.P0 + a : t.P0 + b, 0], t.PH[a:b]
+            assert (np.diff(lo_) >= 0).all() and (hi_ == hi_[:1]).all()
+            lo2, hi2 = t.NR[t.P0 + b : t.P0 + c, 0], t.PH[b:c]
+            assert (np.diff(lo2) >= 0).all()
+            if b > a:
+                assert (hi2 < hi_[0]).all()
+            hi3 = t.PH[c:e]
+            assert (np.diff(hi3) <= 0).all()
+            if e > c:
+                first = t.NR[t.P0 + c, 0]
+                assert (t.NR[t.P0 + c : t.P0 + e, 0] == first).all()
+                assert (lo_ > first).all() and (lo2 > first).all()
+    NP = t.PH.shape[0]
+    assert (t.NR[t.P0 : t.P0 + NP, 0] < t.PH).all()  # no empty piece
+    assert t.P0 + NP + (NP + 31) // 32 == t.NR.shape[0]  # then one tag row per 32 pieces
 
 
 def _run(op, ref, rng, dom, side, rounds, k0):
@@ -204,3 +215,38 @@ def test_three_dimensions_match_oracle(bucket, B):
                 o.terminate(ids)
             nq += 20
     assert op.stats["matured"] > 0
+
+
+@pytest.mark.parametrize("B", [70, 300])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_chunk_tags_match_oracle(bucket, B, seed):
+    """Lists of >= 32 left / right pieces in a bucket take whole-chunk tags (chunks of 32
+    consecutive pieces, which may straddle lists and buckets) with lazy minimum deficits: outputs
+    still equal the oracle's, with registrations and terminations between pushes; unit points
+    through the counters still count 1 inside every box."""
+    bucket(B)
+    rng = np.random.default_rng(70 + B + seed)
+    dom, side = (400, 300) if seed == 0 else (5000, 4000)  # seed 0: many duplicate keys
+    k = 1500
+    lo, hi = _queries(rng, k, 2, dom, side)
+    tau = rng.integers(1, 4000, k)
+    op, ref = DT(2), ThresholdOracle(2)
+    for o in (op, ref):
+        o.register(np.arange(k), lo, hi, tau)
+    t = _structure(op)
+    pts = rng.integers(0, dom, (300, 2)).astype(float)
+    w = rng.integers(1, 30, 300)
+    got, exp = op.push(pts, w), ref.push(pts, w)
+    assert np.array_equal(got[0], exp[0]) and np.array_equal(got[1], exp[1])
+    assert (t.NR[t.P0 + t.PH.shape[0] :, 0] > 0).any()  # whole chunks were tagged
+    _run(op, ref, rng, dom, side, 40, k)
+    assert op.stats["signals"] > 0
+    op = DT(2, floor_only=True)
+    op.register(np.arange(k), lo, hi, np.full(k, 10**6))
+    t = _structure(op)
+    for p in rng.integers(0, dom, (25, 2)).astype(float):
+        before = t.remaining().copy()
+        op.push(p[None, :], np.ones(1, np.int64))
+        got = np.empty(k, np.int64)
+        got[t.qids] = before - t.remaining()
+        assert np.array_equal(got, np.all((lo <= p) & (p <= hi), axis=1).astype(np.int64)), p

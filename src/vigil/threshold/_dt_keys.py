@@ -18,6 +18,9 @@ SHARE = 3
 #: direct mode when the remaining threshold is <= DIRECT * h (>= 2 (1 + SHARE): a unit >= 1)
 DIRECT = max(6, 2 * (1 + SHARE))
 
+#: private pieces of bucketed trees (``_dt_bucket``) per chunk = 2**CHUNK_BITS (one tag row each)
+CHUNK_BITS = 5
+
 # indices of the statistics vector filled by the kernels
 ST_SIGNALS, ST_ROUNDS, ST_MATURED, ST_DIRECT, ST_PURGED = 0, 1, 2, 3, 4
 N_STATS = 5

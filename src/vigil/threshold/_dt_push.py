@@ -7,8 +7,19 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ._dt_keys import _LO32, DIRECT, I64_MAX, SHARE, ST_DIRECT, ST_MATURED, ST_PURGED, ST_ROUNDS, ST_SIGNALS
-from ._dt_queues import _rekey, _remove_query, _root, _set_pay
+from ._dt_keys import (
+    _LO32,
+    CHUNK_BITS,
+    DIRECT,
+    I64_MAX,
+    SHARE,
+    ST_DIRECT,
+    ST_MATURED,
+    ST_PURGED,
+    ST_ROUNDS,
+    ST_SIGNALS,
+)
+from ._dt_queues import _cval, _rekey, _remove_query, _root, _set_pay
 
 # --------------------------------------------------------------------------------------------
 # distributed tracking: a counter reached the top of its heap (§4 steps 1-3, §7 weighted rounds)
@@ -75,7 +86,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
             best = e0
             cb = np.int64(-1)
             for j in range(e0, e1):
-                cu = NR[qn[j, 0], 1]
+                cu = _cval(NR, PH, P0, qn[j, 0])
                 S += cu
                 Z += np.sqrt(np.float64(cu))
                 if cu > cb:
@@ -91,7 +102,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
                 st[ST_DIRECT] += 1
                 for j in range(e0, e1):
                     u = qn[j, 0]
-                    _rekey(NR, tt, PH, P0, u, qn[j, 1], NR[u, 1] + 1)
+                    _rekey(NR, tt, PH, P0, u, qn[j, 1], _cval(NR, PH, P0, u) + 1)
             else:
                 # next round: slack unit floor(tau' / (2 (1 + SHARE) h)); participant u gets
                 # 1 + share_u units, shares ~ SHARE h sqrt(c(u)) / sum sqrt(c) (c(u) counts since
@@ -107,7 +118,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
                         continue
                     u = qn[j, 0]
                     sl = qn[j, 1]
-                    cu = NR[u, 1]
+                    cu = _cval(NR, PH, P0, u)
                     mu = np.int64(f * np.sqrt(np.float64(cu))) if Z > 0.0 else np.int64(SHARE)
                     mu = min(mu, SHARE * h - used)
                     used += mu
@@ -117,7 +128,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
                 sl = qn[best, 1]
                 mu = SHARE * h - used
                 _set_pay(NR, tt, PH, P0, u, sl, (q << 32) | mu)
-                _rekey(NR, tt, PH, P0, u, sl, NR[u, 1] + nl * (1 + mu))
+                _rekey(NR, tt, PH, P0, u, sl, _cval(NR, PH, P0, u) + nl * (1 + mu))
         else:
             # direct mode (tau <= DIRECT h): every counter change is reported
             a = qr[q, 2] + c - (s0 - 1)
@@ -225,6 +236,32 @@ def _locate(xk, w, i0, i1, tbase, tL, tH, tdim, NR, last, it_el, it_tree, it_lea
 
 
 _GROUP = 16
+_CS = 1 << CHUNK_BITS
+_CMASK = _CS - 1
+
+
+@nb.njit(cache=True)
+def _fire_piece(r, cc, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
+    """:func:`_fire` for a private piece (not inlined: rare, keeps ``push_dt`` small)."""
+    return _fire(r, cc, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
+
+
+@nb.njit(cache=True)
+def _due_chunk(p, a, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
+    """The chunk of pieces starting at piece p got tag a, which reached its minimum deficit (a
+    lower bound): fire its due pieces and recompute the minimum exactly (not inlined: rare)."""
+    cr = P0 + PH.shape[0] + (p >> CHUNK_BITS)
+    for r in range(P0 + p, P0 + p + _CS):
+        cc = NR[r, 1] + a
+        if cc >= NR[r, 2]:
+            nout = _fire(r, cc, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
+    mn = I64_MAX
+    for r in range(P0 + p, P0 + p + _CS):
+        d = NR[r, 2] - NR[r, 1]
+        if d < mn:
+            mn = d
+    NR[cr, 1] = mn
+    return nout
 
 
 @nb.njit(cache=True, nogil=True)
@@ -242,7 +279,8 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
     With a 1-D ``PH`` the last-dimension trees are bucketed (``_dt_bucket``; not bucketed: a 2-D
     ``PH``, so that numba compiles a separate kernel without the bucket code): at its leaf
     (bucket) the element also checks the bucket's private pieces p (rows ``P0 + p``: lower key
-    ``NR[P0 + p, 0]``, upper key ``PH[p]``) and bumps those containing it. With ``floor`` only
+    ``NR[P0 + p, 0]``, upper key ``PH[p]``) and bumps those containing it (whole chunks of 32 by a lazy
+    tag, see ``_dt_bucket``). With ``floor`` only
     counters are maintained. Returns the number of maturities written to
     ``out_q`` (local query) / ``out_o`` (row), in row order. O(log^d m) per element plus O(log m)
     per signal."""
@@ -250,6 +288,7 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
     last = xk.shape[1] - 1
     nout = 0
     ph = PH.reshape(-1)  # (typed 1-D in both kernels; used only when PH is 1-D)
+    CR = P0 + ph.shape[0]  # bucketed: the chunk tag rows follow the pieces
     # upper bound of items per element: product of (height + 1) over the dimensions
     per = 1
     hmax = 0
@@ -292,28 +331,51 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                         nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
                     off += ((L - 1) >> (H - lev)) + 1
             if PH.ndim == 1:  # bucketed (a compile-time constant)
-                # the bucket's private pieces (at most B; at most one per query contains x)
-                # (left pieces by lower key: stop at the first above x; right pieces, whose lower
-                # key is the bucket's first, by upper key descending: stop at the first <= x)
+                # the bucket's private pieces (``_dt_bucket``; at most one per query contains x):
+                # left pieces [lo, end) contain x iff lo <= x, a prefix of their list by lower key;
+                # right pieces [first key, hi) iff x < hi, a prefix by upper key descending; whole
+                # chunks of such a prefix get one tag, the rest of it and the pieces with both ends
+                # in the bucket are bumped one by one
                 v = NR[row, 0]
-                p0 = v >> 32
-                p1 = p0 + ((v >> 16) & 0xFFFF)
-                p2 = p1 + (v & 0xFFFF)
+                p0 = (v >> 33) & 0x7FFFFFFF
+                p1 = p0 + ((v >> 22) & 0x7FF)
+                p2 = p1 + ((v >> 11) & 0x7FF)
+                p3 = p2 + (v & 0x7FF)
                 x = xk[i, last]
-                p = p0
-                while p < p2:
-                    r = P0 + p
-                    p += 1
-                    if p <= p1:
-                        if NR[r, 0] > x:
-                            p = p1
+                for seg in range(3):  # one call site each for _tag_chunk and _bump (code size)
+                    a = p0 if seg == 0 else (p1 if seg == 1 else p2)
+                    b = p1 if seg == 0 else (p2 if seg == 1 else p3)
+                    p = a
+                    while p < b:
+                        if (seg != 1 and (p & _CMASK) == 0 and p + _CS <= b
+                                and (NR[P0 + p + _CS - 1, 0] <= x if seg == 0 else x < ph[p + _CS - 1])):
+                            # the whole chunk contains x: one tag
+                            cr = CR + (p >> CHUNK_BITS)
+                            ta = NR[cr, 0] + wi
+                            NR[cr, 0] = ta
+                            if not floor and NR[cr, 1] <= ta:
+                                nout = _due_chunk(p, ta, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
+                            p += _CS
                             continue
-                        if x >= ph[p - 1]:
+                        if seg == 2:
+                            if x >= ph[p]:
+                                break
+                        elif NR[P0 + p, 0] > x:
+                            break
+                        elif seg == 1 and x >= ph[p]:
+                            p += 1
                             continue
-                    elif x >= ph[p - 1]:
-                        break
-                    c = NR[r, 1] + wi
-                    NR[r, 1] = c
-                    if c >= NR[r, 2] and not floor:
-                        nout = _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
+                        # piece p contains x: its own counter base (the chunk's minimum deficit
+                        # stays a lower bound), fired if base + chunk tag reached its key
+                        r = P0 + p
+                        c = NR[r, 1] + wi
+                        NR[r, 1] = c
+                        cr = CR + (p >> CHUNK_BITS)
+                        kk = NR[r, 2]
+                        if kk - c < NR[cr, 1]:
+                            NR[cr, 1] = kk - c
+                        if not floor and c + NR[cr, 0] >= kk:
+                            nout = _fire_piece(r, c + NR[cr, 0], i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH,
+                                               P0)
+                        p += 1
     return nout

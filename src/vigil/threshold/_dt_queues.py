@@ -8,7 +8,7 @@ import numba as nb
 import numpy as np
 
 from ._dt_build import _decompose
-from ._dt_keys import _LO32, DIRECT, I64_MAX, SHARE
+from ._dt_keys import _LO32, CHUNK_BITS, DIRECT, I64_MAX, SHARE
 
 # fan-out of the tournament trees: _TF = 2**_TB children per internal node (4 measured best;
 # _set_key's unrolled match assumes 4)
@@ -262,8 +262,22 @@ def _rekey(NR, tt, PH, P0, r, slot, newkey):
     (key in ``NR[r, 2]``, no slot), any other node's entry is leaf ``slot`` of H(r)."""
     if PH.ndim == 1 and r >= P0:  # (a 2-D PH: no pieces, the branch compiles away)
         NR[r, 2] = newkey
+        # keep the chunk's minimum deficit a lower bound (``_dt_bucket``)
+        cr = P0 + PH.shape[0] + ((r - P0) >> CHUNK_BITS)
+        d = newkey - NR[r, 1]
+        if d < NR[cr, 1]:
+            NR[cr, 1] = d
     else:
         _set_key(NR, tt, r, slot, newkey)
+
+
+@nb.njit(cache=True, inline="always")
+def _cval(NR, PH, P0, u):
+    """The exact counter of participant row u: a private piece's (row >= P0) is its row's base
+    plus its chunk's tag (``_dt_bucket``)."""
+    if PH.ndim == 1 and u >= P0:  # (a 2-D PH: no pieces, the branch compiles away)
+        return NR[u, 1] + NR[P0 + PH.shape[0] + ((u - P0) >> CHUNK_BITS), 0]
+    return NR[u, 1]
 
 
 @nb.njit(cache=True, inline="always")
@@ -304,7 +318,7 @@ def kill(locs, qr, qalive):
 
 
 @nb.njit(cache=True, nogil=True)
-def remaining(NR, qn, qr, qalive):
+def remaining(NR, qn, qr, qalive, PH, P0):
     """For each local query, ``tgt - W`` where ``W = sum_{u in U_q} c(u)`` is its exact weight in
     this structure (the threshold reset of §4's global rebuilding and §5's merges)."""
     k = qalive.shape[0]
@@ -313,6 +327,6 @@ def remaining(NR, qn, qr, qalive):
         if qalive[q]:
             S = np.int64(0)
             for j in range(qr[q, 3], qr[q + 1, 3]):
-                S += NR[qn[j, 0], 1]
+                S += _cval(NR, PH, P0, qn[j, 0])
             out[q] = qr[q, 0] - S
     return out

@@ -59,9 +59,10 @@ tracking) — and are re-exported here, the one namespace ``dt.py`` uses.
 
 from __future__ import annotations
 
-from ._dt_bucket import bucketize, link_buckets  # noqa: F401
+from ._dt_bucket import MAX_BUCKET, bucketize, chunk_mins, fold_tags, link_buckets  # noqa: F401
 from ._dt_build import level_canonical, level_fill, level_sizes, merge_order, next_groups  # noqa: F401
 from ._dt_keys import (  # noqa: F401
+    CHUNK_BITS,
     I64_MAX,
     I64_MIN,
     KINF1,

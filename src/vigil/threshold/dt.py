@@ -76,9 +76,9 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   For d >= 2 the last-dimension trees are *bucketed* (``_dt_bucket``, ``BUCKET`` = B endpoints
   per bucket; not in the paper): a tree stops at buckets of <= B endpoints, and the <= 2 partial
   buckets of a query's range become private participants with their own exact counters (an element
-  checks the <= B pieces of the bucket it reaches). This replaces the ~log2 B (up
-  to 2 log2 B) canonical nodes below the bucket level of each secondary decomposition by <= 2
-  entries, and the pieces hold their one entry in their row (48 bytes each): fig3 2D at m = 100k,
+  checks the <= B pieces of the bucket it reaches, whole chunks of 32 at once by a lazy tag).
+  This replaces the ~log2 B (up to 2 log2 B) canonical nodes below the bucket level of each
+  secondary decomposition by <= 2 entries (49 bytes each, in their rows): fig3 2D at m = 100k,
   h 128.7 -> 88.2 (B = 32) / 56.7 (B = 256), index 0.534 -> 0.308 / 0.214 GiB.
 
 Bounds (Theorem 1, d constant): total time O(n log^(d+1) m + m log^(d+1) m log tau_max) for n
@@ -206,17 +206,19 @@ class _Structure:
             buf, boff, tL, tH, tbase, mm, nrows, _ = K.level_sizes(kl, kh, order, moff, mgrp, G)
             kl = kh = order = mgrp = None  # (temporaries: freed early, lower peak memory)
             if last and bk:
-                buf, tL, tH, tbase, nrows, pe, PL, PH, pstart, gb0, nleft = K.bucketize(buf, boff, tL, mm, G,
-                                                                                        min(BUCKET, 0xFFFF))
+                buf, tL, tH, tbase, nrows, pe, PL, PH, pstart, gb0, nleft, nboth = K.bucketize(
+                    buf, boff, tL, mm, G, min(BUCKET, K.MAX_BUCKET))
                 boff = gb0
             P0 = row0 + nrows
-            grown = _take(pool, (P0 + PH.shape[0], 4), np.int64)
+            NP = PH.shape[0] if PH.ndim == 1 else 0
+            nchunks = (NP + (1 << K.CHUNK_BITS) - 1) >> K.CHUNK_BITS  # tag rows after the pieces
+            grown = _take(pool, (P0 + NP + nchunks, 4), np.int64)
             grown[:row0] = NR  # earlier levels are geometrically smaller
             NR = grown
             block = NR[row0:]
             K.level_fill(G, row0, last, buf, boff, tL, tH, tbase, block)
             if last and bk:
-                K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, nleft)
+                K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, nleft, nboth)
                 PL = None
             tb.append(tbase)
             tl.append(tL)
@@ -240,7 +242,9 @@ class _Structure:
         if sample is not None and sample[1].shape[0] > 0:
             K.push_dt(sample[0], sample[1], NR, self.tbase, self.tL, self.tH, self.tdim, PH, P0, *_NO_TRACKING,
                       True)
-            sq = np.sqrt(NR[row0:, 1], dtype=np.float32)  # sqrt(rate) of each last-dimension node
+            if bk:
+                K.fold_tags(NR, P0, PH.shape[0])
+            sq = np.sqrt(NR[row0:P0 + NP, 1], dtype=np.float32)  # sqrt(rate) of each last-dimension node
             NR[row0:, 1] = 0  # counters start at 0
         # the last dimension's entries are laid out and written tree by tree (locality)
         poff, slots, Z = K.heap_layout(NR, moff, mm, tL, tH, tbase, sq, row0, pe, P0)
@@ -252,6 +256,8 @@ class _Structure:
         self.qr = _take(pool, (k + 1, 4), np.int64)
         self.qr.fill(0)
         K.build_heaps(NR, mm, tL, tH, tbase, poff, rem, self.tt, self.qn, self.qr, Z, sq, row0, pe, P0)
+        if bk:
+            K.chunk_mins(NR, P0, PH.shape[0])
         self.qalive = np.ones(k, dtype=np.uint8)
         self.out_q = np.empty(k, dtype=np.int64)
         self.out_o = np.empty(k, dtype=np.int64)
@@ -266,7 +272,7 @@ class _Structure:
         return hit, self.qperm[pos[hit]]
 
     def remaining(self) -> np.ndarray:
-        return K.remaining(self.NR, self.qn, self.qr, self.qalive)
+        return K.remaining(self.NR, self.qn, self.qr, self.qalive, self.PH, self.P0)
 
     def export_alive(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(qids, klo, khi, remaining thresholds) of the alive queries, local order."""
