@@ -13,7 +13,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _ld(vals, mask, a, n, i):
     """(value, 1) of ring position a+i, (+inf, 0) for a NULL or past the window (i >= n)."""
     if i >= n:
@@ -22,7 +22,7 @@ def _ld(vals, mask, a, n, i):
     return (y, 1) if y == y else (np.inf, 0)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def sort2(vals, mask, a, n, buf):
     """buf[:2] = ring values a..a+n-1 (n <= 2) sorted, NULLs and padding as +inf; returns the
     non-null count. Batcher on 2 inputs pruned to 2: 1 compare-exchanges."""
@@ -35,7 +35,7 @@ def sort2(vals, mask, a, n, buf):
     return c
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def sort4(vals, mask, a, n, buf):
     """buf[:4] = ring values a..a+n-1 (n <= 4) sorted, NULLs and padding as +inf; returns the
     non-null count. Batcher on 4 inputs pruned to 4: 5 compare-exchanges."""
@@ -56,7 +56,7 @@ def sort4(vals, mask, a, n, buf):
     return c
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def sort6(vals, mask, a, n, buf):
     """buf[:6] = ring values a..a+n-1 (n <= 6) sorted, NULLs and padding as +inf; returns the
     non-null count. Batcher on 8 inputs pruned to 6: 12 compare-exchanges."""
@@ -88,7 +88,7 @@ def sort6(vals, mask, a, n, buf):
     return c
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def sort8(vals, mask, a, n, buf):
     """buf[:8] = ring values a..a+n-1 (n <= 8) sorted, NULLs and padding as +inf; returns the
     non-null count. Batcher on 8 inputs pruned to 8: 19 compare-exchanges."""
@@ -131,7 +131,7 @@ def sort8(vals, mask, a, n, buf):
     return c
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def sort10(vals, mask, a, n, buf):
     """buf[:10] = ring values a..a+n-1 (n <= 10) sorted, NULLs and padding as +inf; returns the
     non-null count. Batcher on 16 inputs pruned to 10: 32 compare-exchanges."""
@@ -192,7 +192,7 @@ def sort10(vals, mask, a, n, buf):
     return c
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def sort12(vals, mask, a, n, buf):
     """buf[:12] = ring values a..a+n-1 (n <= 12) sorted, NULLs and padding as +inf; returns the
     non-null count. Batcher on 16 inputs pruned to 12: 42 compare-exchanges."""
@@ -267,7 +267,7 @@ def sort12(vals, mask, a, n, buf):
     return c
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def sort14(vals, mask, a, n, buf):
     """buf[:14] = ring values a..a+n-1 (n <= 14) sorted, NULLs and padding as +inf; returns the
     non-null count. Batcher on 16 inputs pruned to 14: 53 compare-exchanges."""
@@ -357,7 +357,7 @@ def sort14(vals, mask, a, n, buf):
     return c
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def sort16(vals, mask, a, n, buf):
     """buf[:16] = ring values a..a+n-1 (n <= 16) sorted, NULLs and padding as +inf; returns the
     non-null count. Batcher on 16 inputs pruned to 16: 63 compare-exchanges."""

@@ -66,7 +66,7 @@ def _rank(rw, phi, num, den, cnt):
     return quantile_rank(phi, num, den, cnt)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def small_select(vals, mask, a, b, phi, num, den, rw, buf):
     """The phi-quantile of the non-null values at ring positions a..b (b - a < 16; NaN if none):
     loaded into scalars, padded to an even count P (2 .. 16) with +inf and sorted by a fixed
@@ -208,7 +208,7 @@ def _pieces_select(a, b, r, lq, cap, mask, lo, hi, less, leq, mv, mw, tmp):
 G = 16  # wavelet walks processed together: their independent memory reads overlap
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _small_pass(qids, n, t_now, time_based, q_left, q_right, q_start, q_phi, q_num, q_den, q_rw, seqs, times, mask,
                 V, m, last_seq, vals, direct, out, dk, da, db):
     """First pass: every lookup's bounds; empty windows and windows of <= direct elements are
