@@ -37,6 +37,7 @@ def main() -> None:
     ap.add_argument("--out")
     ap.add_argument("--algo", default="dt", help="run: the operator; gen: the resolver of the trace")
     ap.add_argument("--bucket", type=int, help="dt.BUCKET (endpoints per bucket, 2D)")
+    ap.add_argument("--rebuild", type=int, help="dt.REBUILD (rebuild at alive <= built / REBUILD)")
     ap.add_argument("--sample", type=int, help="dt.SAMPLE (elements run through a new structure)")
     a = ap.parse_args()
     if a.cmd == "gen":
@@ -50,6 +51,8 @@ def main() -> None:
     print("dt module", dtm.__file__, file=sys.stderr)
     if a.bucket is not None:
         dtm.BUCKET = a.bucket
+    if a.rebuild is not None:
+        dtm.REBUILD = a.rebuild
     if a.sample is not None:
         dtm.SAMPLE = a.sample
     if a.cmd == "build":

@@ -244,7 +244,30 @@ def test_chunk_tags_match_oracle(bucket, B, seed):
     op = DT(2, floor_only=True)
     op.register(np.arange(k), lo, hi, np.full(k, 10**6))
     t = _structure(op)
-    for p in rng.integers(0, dom, (25, 2)).astype(float):
+    j = rng.integers(0, k, 40)  # also points inside a box and on / just beyond its ends in y
+    edge = np.concatenate([np.c_[lo[j, 0], hi[j, 1]], np.c_[hi[j, 0], np.nextafter(hi[j, 1], np.inf)],
+                           np.c_[lo[j, 0], lo[j, 1]], np.c_[hi[j, 0], np.nextafter(lo[j, 1], -np.inf)]])
+    for p in np.concatenate([rng.integers(0, dom, (25, 2)).astype(float), edge]):
+        before = t.remaining().copy()
+        op.push(p[None, :], np.ones(1, np.int64))
+        got = np.empty(k, np.int64)
+        got[t.qids] = before - t.remaining()
+        assert np.array_equal(got, np.all((lo <= p) & (p <= hi), axis=1).astype(np.int64)), p
+
+
+def test_chunks_of_pieces_ending_at_two_keys(bucket):
+    """Many ranges ending at the same two y (chunks whose pieces end at one or the other): a point
+    just above the lower end is in the ranges ending at the upper one only."""
+    bucket(300)
+    rng = np.random.default_rng(5)
+    k = 800
+    lo = np.c_[rng.integers(0, 50, k), rng.integers(0, 100, k)].astype(float)
+    hi = np.c_[rng.integers(50, 100, k), 100 + rng.integers(0, 2, k)].astype(float)
+    op = DT(2, floor_only=True)
+    op.register(np.arange(k), lo, hi, np.full(k, 10**6))
+    t = _structure(op)
+    pts = [[x, y] for x in (0, 30, 49, 60) for y in (np.nextafter(100.0, np.inf), 100.0, 50.0, 0.0)]
+    for p in np.array(pts):
         before = t.remaining().copy()
         op.push(p[None, :], np.ones(1, np.int64))
         got = np.empty(k, np.int64)

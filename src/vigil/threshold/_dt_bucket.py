@@ -23,15 +23,16 @@ end of the bucket) by lower key, pieces with *both* ends inside the bucket by lo
 pieces [first key of the bucket, K[b]) by upper key descending. The left pieces containing an
 element x are a prefix of their list (lower key <= x), and so are the right ones (upper key >
 x). Pieces are grouped into fixed *chunks* of 32 consecutive pieces (``CHUNK_BITS``; a chunk may
-straddle lists and buckets), each with a tag row after the pieces: (tag, lower bound of the
-chunk's minimum deficit key - base). A piece's exact counter is its row's base plus its chunk's
+straddle lists and buckets), each with a tag row after the pieces (see Layout): its tag and a lower bound of
+its minimum deficit key - base. A piece's exact counter is its row's base plus its chunk's
 tag. An element adds its weight to the tag of every chunk lying wholly inside such a prefix and
 to the base of every other containing piece (the rest of the prefix, and the both-ends pieces,
-scanned up to the first lower key above x); a tagged chunk is visited piece by piece only when
+scanned up to the first lower key above x; a whole chunk of both-ends pieces below x is tagged if
+all its upper keys are above x and skipped if none is); a tagged chunk is visited piece by piece only when
 its tag reaches its minimum deficit (some piece may be due: fire those, recompute the minimum
 exactly). A bound that is too low only costs a visit; re-keying a piece lowers the bound if
 needed, so no due signal is missed. fig3 2D at m = 100k: ~1,580 piece updates per element (B =
-2048) become ~1 tag per 32 of them.
+2048) become ~60 tags / skips and ~150 bumps.
 
 What changes in the bounds (per membership = a query in a last-dimension tree): the canonical
 nodes below the bucket level (about log2 B, up to 2 log2 B) become at most 2 private pieces, so
@@ -46,7 +47,8 @@ column 0 (their split key is unused; B <= ``MAX_BUCKET`` = 2047): the bucket's p
 are p0 .. p0 + nleft + nboth + nright - 1, in the three lists above. Piece p is row ``P0 + p`` of
 ``NR``: (lower key, counter base, key of its one entry, entry payload ``q << 32 | share``), no
 slot in the queue pool; its upper key is ``PH[p]`` (``INT64_MAX``: unbounded); chunk c is row
-``P0 + NP + c`` (NP = number of pieces): (tag, minimum deficit bound, 0, 0). 49 bytes per piece
+``P0 + NP + c`` (NP = number of pieces): (tag, minimum deficit bound, min and max upper key of
+its pieces). 49 bytes per piece
 with its ``qn`` entry (a canonical node entry costs ~28 plus its share of the node's row).
 """
 
@@ -216,12 +218,12 @@ def bucketize(buf, boff, tL, mm, G, B):
 
 
 @nb.njit(cache=True, nogil=True)
-def link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, nleft, nboth):
+def link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, PH, nleft, nboth):
     """After ``level_fill`` of the reduced trees (``tbase`` absolute): write ``p0 << 33 | nleft <<
     22 | nboth << 11 | nright`` into column 0 of every leaf row (the bucket's private pieces, each
     count < 2**11), initialise the private rows ``NR[P0:P0 + NP]`` (lower key ``PL``, counter 0, no
-    entry yet) and the chunk rows after them (tag 0; their minimum is set by :func:`chunk_mins`
-    once the keys are known)."""
+    entry yet) and the chunk rows after them (tag 0, min and max upper key of the chunk's pieces;
+    their minimum deficit is set by :func:`chunk_mins` once the keys are known)."""
     G = tL.shape[0]
     for g in range(G):
         L = tL[g]
@@ -242,8 +244,12 @@ def link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, nleft, nboth):
     for r in range(P0 + NP, NR.shape[0]):
         NR[r, 0] = 0
         NR[r, 1] = I64_MIN
-        NR[r, 2] = 0
-        NR[r, 3] = 0
+        NR[r, 2] = I64_MAX
+        NR[r, 3] = I64_MIN
+    for p in range(NP):
+        r = P0 + NP + (p >> CHUNK_BITS)
+        NR[r, 2] = min(NR[r, 2], PH[p])
+        NR[r, 3] = max(NR[r, 3], PH[p])
 
 
 @nb.njit(cache=True, nogil=True)

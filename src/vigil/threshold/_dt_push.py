@@ -334,8 +334,9 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                 # the bucket's private pieces (``_dt_bucket``; at most one per query contains x):
                 # left pieces [lo, end) contain x iff lo <= x, a prefix of their list by lower key;
                 # right pieces [first key, hi) iff x < hi, a prefix by upper key descending; whole
-                # chunks of such a prefix get one tag, the rest of it and the pieces with both ends
-                # in the bucket are bumped one by one
+                # chunks of such a prefix get one tag, the rest of it is bumped one by one; pieces
+                # with both ends in the bucket (by lower key): a whole chunk below x is tagged if
+                # all its upper keys are above x, skipped if none is, else bumped one by one
                 v = NR[row, 0]
                 p0 = (v >> 33) & 0x7FFFFFFF
                 p1 = p0 + ((v >> 22) & 0x7FF)
@@ -347,16 +348,24 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                     b = p1 if seg == 0 else (p2 if seg == 1 else p3)
                     p = a
                     while p < b:
-                        if (seg != 1 and (p & _CMASK) == 0 and p + _CS <= b
-                                and (NR[P0 + p + _CS - 1, 0] <= x if seg == 0 else x < ph[p + _CS - 1])):
-                            # the whole chunk contains x: one tag
+                        if ((p & _CMASK) == 0 and p + _CS <= b
+                                and (x < ph[p + _CS - 1] if seg == 2 else NR[P0 + p + _CS - 1, 0] <= x)):
+                            # a whole chunk of the list, all lower keys <= x (left, both) / all
+                            # upper keys > x (right)
                             cr = CR + (p >> CHUNK_BITS)
-                            ta = NR[cr, 0] + wi
-                            NR[cr, 0] = ta
-                            if not floor and NR[cr, 1] <= ta:
-                                nout = _due_chunk(p, ta, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
-                            p += _CS
-                            continue
+                            if seg == 1:  # both ends inside: by the chunk's upper keys (min, max)
+                                if NR[cr, 3] <= x:  # none contains x
+                                    p += _CS
+                                    continue
+                                if NR[cr, 2] <= x:  # some do, some not: one by one
+                                    cr = -1
+                            if cr >= 0:  # the whole chunk contains x: one tag
+                                ta = NR[cr, 0] + wi
+                                NR[cr, 0] = ta
+                                if not floor and NR[cr, 1] <= ta:
+                                    nout = _due_chunk(p, ta, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
+                                p += _CS
+                                continue
                         if seg == 2:
                             if x >= ph[p]:
                                 break

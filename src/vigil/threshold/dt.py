@@ -110,6 +110,8 @@ TAU_CAP = 1 << 62
 #: a structure whose counters could exceed this with the next chunk is rebuilt first (counters
 #: <= total weight since build; keys sigma = c + lambda < COUNTER_LIMIT + TAU_CAP < 2**63)
 COUNTER_LIMIT = float(1 << 61)
+#: a structure is rebuilt when its alive queries fall to 1/REBUILD of those it was built with
+REBUILD = 2
 #: endpoints per bucket of the last-dimension trees for d >= 2 (``_dt_bucket``; 0 = not bucketed)
 BUCKET = 2048
 #: ask for transparent huge pages for the structures' arrays (numpy's default for large arrays).
@@ -218,7 +220,7 @@ class _Structure:
             block = NR[row0:]
             K.level_fill(G, row0, last, buf, boff, tL, tH, tbase, block)
             if last and bk:
-                K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, nleft, nboth)
+                K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, PH, nleft, nboth)
                 PL = None
             tb.append(tbase)
             tl.append(tL)
@@ -460,7 +462,7 @@ class DT(ThresholdOperator):
 
     def _maybe_rebuild(self, i: int) -> None:
         t = self._trees[i]
-        if t is None or 2 * t.n_alive > t.n_built:
+        if t is None or REBUILD * t.n_alive > t.n_built:
             return
         self._counts["rebuilds"] += 1
         self._rebuild(i)
