@@ -240,30 +240,6 @@ _CS = 1 << CHUNK_BITS
 _CMASK = _CS - 1
 
 
-@nb.njit(cache=True)
-def _fire_piece(r, cc, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
-    """:func:`_fire` for a private piece (not inlined: rare, keeps ``push_dt`` small)."""
-    return _fire(r, cc, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
-
-
-@nb.njit(cache=True)
-def _due_chunk(p, a, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
-    """The chunk of pieces starting at piece p got tag a, which reached its minimum deficit (a
-    lower bound): fire its due pieces and recompute the minimum exactly (not inlined: rare)."""
-    cr = P0 + PH.shape[0] + (p >> CHUNK_BITS)
-    for r in range(P0 + p, P0 + p + _CS):
-        cc = NR[r, 1] + a
-        if cc >= NR[r, 2]:
-            nout = _fire(r, cc, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
-    mn = I64_MAX
-    for r in range(P0 + p, P0 + p + _CS):
-        d = NR[r, 2] - NR[r, 1]
-        if d < mn:
-            mn = d
-    NR[cr, 1] = mn
-    return nout
-
-
 @nb.njit(cache=True, nogil=True)
 def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, out_o, st, floor):
     """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) through one structure.
@@ -304,6 +280,8 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
     it_leaf = np.empty(cap, np.int64)
     cur = np.empty((cap, 6), np.int64)
     tmp = np.empty((cap, 6), np.int64)
+    due = np.empty(1 << 16, np.int64)  # due private pieces of one bucket (<= B + 32 * chunks)
+    dch = np.empty(1 << 11, np.int64)  # chunks whose bound was reached
     for i0 in range(0, n, G):
         i1 = min(n, i0 + G)
         nit = _locate(xk, w, i0, i1, tbase, tL, tH, tdim, NR, last, it_el, it_tree, it_leaf, cur, tmp)
@@ -343,7 +321,9 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                 p2 = p1 + ((v >> 11) & 0x7FF)
                 p3 = p2 + (v & 0x7FF)
                 x = xk[i, last]
-                for seg in range(3):  # one call site each for _tag_chunk and _bump (code size)
+                nd = 0
+                nc = 0
+                for seg in range(3):
                     a = p0 if seg == 0 else (p1 if seg == 1 else p2)
                     b = p1 if seg == 0 else (p2 if seg == 1 else p3)
                     p = a
@@ -363,7 +343,13 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                                 ta = NR[cr, 0] + wi
                                 NR[cr, 0] = ta
                                 if not floor and NR[cr, 1] <= ta:
-                                    nout = _due_chunk(p, ta, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
+                                    # the bound is reached: its due pieces, then an exact bound
+                                    for r in range(P0 + p, P0 + p + _CS):
+                                        if NR[r, 1] + ta >= NR[r, 2]:
+                                            due[nd] = r
+                                            nd += 1
+                                    dch[nc] = p
+                                    nc += 1
                                 p += _CS
                                 continue
                         if seg == 2:
@@ -384,7 +370,19 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                         if kk - c < NR[cr, 1]:
                             NR[cr, 1] = kk - c
                         if not floor and c + NR[cr, 0] >= kk:
-                            nout = _fire_piece(r, c + NR[cr, 0], i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH,
-                                               P0)
+                            due[nd] = r
+                            nd += 1
                         p += 1
+                # fire the due pieces at one call site (code size; the order of the updates within
+                # one element is immaterial, and firing one piece never makes another due)
+                for d in range(nd):
+                    r = due[d]
+                    nout = _fire(r, _cval(NR, PH, P0, r), i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
+                for d in range(nc):
+                    p = dch[d]
+                    mn = I64_MAX
+                    for r in range(P0 + p, P0 + p + _CS):
+                        if NR[r, 2] - NR[r, 1] < mn:
+                            mn = NR[r, 2] - NR[r, 1]
+                    NR[CR + (p >> CHUNK_BITS), 1] = mn
     return nout
