@@ -23,8 +23,9 @@ taken out first: over one decision period in 8 auto compares the process's CPU t
 wall time that passed (``load``, >= 1) and divides its observations by it, so they are in the CPU
 seconds the model was fitted in; otherwise a loaded machine would make every observed algorithm
 look slower than the unobserved ones and auto would leave a good algorithm on load alone.
-Terminations count too: the model has a cost per terminated query, weighted by the observed
-terminations per push (``trate``).
+Terminations count too: the model has a cost per terminated query (its call, plus the rebuild
+it brings closer: build(m/2) / (m/2) amortized, since every structure is rebuilt when half of the
+queries it was built with are gone), weighted by the observed terminations per push (``trate``).
 
 Start. Until the first push the queries are held by ``scan`` (O(1) per registration, nothing to
 build); the first push, whose batch size is then known, moves them to the algorithm with the
@@ -294,7 +295,12 @@ class Auto(ThresholdOperator):
             rq = None if kr is None else 2 ** (kr / 4)
             p = {a: self.model.push(a, mq, bq, self.dim, rq) for a in self.algos}
             p.update({"build:" + a: self.model.build(a, mq, self.dim) for a in self.algos})
-            p.update({"term:" + a: self.model.term(a, mq, self.dim) for a in self.algos})
+            # a termination also brings the next global rebuild closer (every structure rebuilds
+            # on the alive queries when half of those it was built with are gone: DT's §4): per
+            # terminated query, build(m/2) / (m/2) amortized on top of its own call
+            h = max(1, mq // 2)
+            p.update({"term:" + a: self.model.term(a, mq, self.dim) + self.model.build(a, h, self.dim) / h
+                      for a in self.algos})
             self._pred[key] = p
         return p
 
