@@ -101,10 +101,11 @@ class Engine:
             per[fam] = per.get(fam, 0) + 1
         return per
 
-    def _emit(self, ev: str, qid: int | None, at: int | None, *, value=None, keys=None, reason=None, ident=None):
+    def _emit(self, ev: str, qid: int | None, at: int | None, *, value=None, keys=None, reason=None, ident=None,
+              asked_at=None):
         self._out.append(
             {"event": ev, "id": ident if qid is None else self.ids[qid], "at": at, "value": value,
-             "keys": keys, "r": None, "s": None, "reason": reason}
+             "keys": keys, "r": None, "s": None, "reason": reason, "asked_at": asked_at}
         )
         self.out_counts[ev] = self.out_counts.get(ev, 0) + 1
 
@@ -165,23 +166,24 @@ class Engine:
             del self.groups[key]
 
     # ------------------------------------------------------------------ operations
-    def add_operations(self, ops: list) -> None:
+    def add_operations(self, ops: list, lines: list[int] | None = None) -> None:
         """Queue query operations (dicts or raw JSON lines). Those whose ``at`` is not ahead of
-        the elements already processed apply at once; ``at`` < position is reported ``late``.
+        the elements already processed apply at once; ``at`` < position is reported ``late`` (its
+        answer has ``at`` = position, ``asked_at`` = its ``at``); ``lines``: file line numbers.
         Lines are decoded in one pass and a run of registrations applied at once is applied as
         columns (:mod:`vigil.oprun`); outputs equal those of one operation at a time. The
         cyclic garbage collector pauses meanwhile (decoded operations hold no cycles; its passes
         over the new containers were half of the time at 100,000 registrations)."""
         with oprun.gc_paused():
-            self._add_operations(ops)
+            self._add_operations(ops, lines)
 
-    def _add_operations(self, ops: list) -> None:
+    def _add_operations(self, ops: list, lines: list[int] | None = None) -> None:
         new: list[tuple[int, int, dict]] = []
         run: list[dict] = []  # registrations to apply now, at self.position, in order
         parsed = oprun.parse_ops(ops)
         self.counts["ops_in"] += len(parsed)
         idle = not self.pending  # (only this loop's end adds to pending)
-        for op, err in parsed:
+        for k, (op, err) in enumerate(parsed):
             at = op.get("at")
             if not err and at == self.position and idle and not new and op["op"] == "register":
                 run.append(op)
@@ -190,7 +192,7 @@ class Engine:
                 oprun.register_run(self, run, self.position)
                 run = []
             if err:
-                self._reject_op(at if isinstance(at, int) else self.position, op.get("id"), err)
+                self._reject_op(at if isinstance(at, int) else self.position, op.get("id"), err if lines is None else f"line {lines[k]}: {err}")
             elif at < self.position:
                 self.counts["late"] += 1
                 ident = op.get("id") or (op.get("query") or {}).get("id")
@@ -275,12 +277,12 @@ class Engine:
         if not hasattr(g, "lookup_many"):
             return self._reject_op(at, ident, f"lookup is not defined for {g.family} queries (they push events)")
         if self.partial is not None and self.partial.summaries is not None and hasattr(g, "summary"):
-            self.partial.summaries.append((at, ident, float(json.loads(self.specs[qid])["phi"]), g.summary(qid, n)))
+            self.partial.summaries.append((n, ident, float(json.loads(self.specs[qid])["phi"]), g.summary(qid, n)))
             self.counts["ops_applied"] += 1
             return None
         (value, keys), = g.lookup_many(np.array([qid], np.int64), n)
         self.counts["ops_applied"] += 1
-        self._emit("answer", qid, at, value=value, keys=keys)
+        self._emit("answer", qid, n, value=value, keys=keys, asked_at=at if at != n else None)
         return None
 
     def _apply_pending(self, upto: int) -> None:

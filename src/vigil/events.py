@@ -4,7 +4,8 @@ arrays the operators take, with a reason for every value that cannot be used.
 
 Nothing here raises on bad *data*: a malformed JSON line becomes a row whose ``__error__`` column
 holds the reason, a bad value becomes a row-level reason, and the engine reports both as
-``rejected`` events. Only unreadable *files* (no such file, unknown suffix) raise.
+``rejected`` events. Only unreadable *files* (no such file, unknown suffix, not Parquet) raise.
+An empty stream file (0 bytes, or only blank lines; a CSV with only its header) is an empty stream.
 """
 
 from __future__ import annotations
@@ -30,8 +31,20 @@ OUTPUT_SCHEMA = pa.schema(
         ("r", pa.int64()),
         ("s", pa.int64()),
         ("reason", pa.string()),
+        # a late lookup's answer: the position the lookup asked for (``at`` is where it was
+        # evaluated); null on every other event
+        ("asked_at", pa.int64()),
     ]
 )
+
+
+def conform_outputs(table: pa.Table) -> pa.Table:
+    """``table`` in :data:`OUTPUT_SCHEMA`: columns it lacks (outputs written before a column was
+    added, e.g. ``asked_at``) are added as nulls."""
+    for f in OUTPUT_SCHEMA:
+        if f.name not in table.column_names:
+            table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+    return table.select(OUTPUT_SCHEMA.names).cast(OUTPUT_SCHEMA)
 
 # ----------------------------------------------------------------------------- reading streams
 
@@ -84,7 +97,11 @@ def read_stream(path: str | Path) -> pa.Table:
     if suffix == ".csv":
         import pyarrow.csv as pcsv
 
-        return pcsv.read_csv(path)
+        if _blank(path):  # no header, no rows: an empty stream
+            return pa.table({})
+        # only an empty field is null (as Spark's CSV reader, `vigil run`): NaN stays a number
+        # (rejected as NaN, as in every other format), "NA" stays text
+        return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(null_values=[""], strings_can_be_null=True))
     if suffix in (".jsonl", ".json", ".ndjson"):
         lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
         try:
@@ -101,10 +118,28 @@ def read_stream(path: str | Path) -> pa.Table:
     raise ValueError(f"unknown stream format {suffix!r}: use .parquet, .csv or .jsonl")
 
 
+def _blank(path: Path) -> bool:
+    with path.open("rb") as f:
+        head = f.read(1 << 16)
+        return not head.strip() and (len(head) < 1 << 16 or not f.read().strip())
+
+
 def read_operations(path: str | Path) -> list[str]:
     """Query operations, one JSON object per line, returned as raw lines (the engine parses them,
     so that a malformed line becomes a ``rejected`` event instead of an exception)."""
-    return [ln for ln in Path(path).read_text().splitlines() if ln.strip()]
+    return read_operation_lines(path)[0]
+
+
+def read_operation_lines(path: str | Path) -> tuple[list[str], list[int]]:
+    """(operations, their 1-based line numbers in the file): blank lines are skipped, so the
+    numbers let a rejection name the line (``Engine.add_operations(ops, lines=...)``)."""
+    ops: list[str] = []
+    nums: list[int] = []
+    for i, ln in enumerate(Path(path).read_text().splitlines(), 1):
+        if ln.strip():
+            ops.append(ln)
+            nums.append(i)
+    return ops, nums
 
 
 # ----------------------------------------------------------------------------- writing outputs
@@ -121,6 +156,8 @@ def output_rows(table: pa.Table) -> list[dict[str, Any]]:
     for row in table.to_pylist():
         ev = row["event"]
         d: dict[str, Any] = {"event": ev, "id": row["id"], "at": row["at"]}
+        if row.get("asked_at") is not None:  # a late lookup's answer
+            d["asked_at"] = row["asked_at"]
         if ev in ("answer", "update"):  # update: a notify quantile query's pushed value
             if row["keys"] is not None:
                 d["value"] = row["keys"]
@@ -151,7 +188,7 @@ def write_outputs(table: pa.Table, path: str | Path) -> None:
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        pq.write_table(table.cast(OUTPUT_SCHEMA), path)
+        pq.write_table(conform_outputs(table), path)
     elif suffix in (".jsonl", ".json", ".ndjson"):
         with path.open("w") as f:
             for d in output_rows(table):

@@ -158,6 +158,7 @@ class Segment:
                     "r": pa.array(np.where(r >= 0, r, 0), pa.int64(), mask=r < 0),
                     "s": pa.array(np.where(s >= 0, s, 0), pa.int64(), mask=s < 0),
                     "reason": pa.nulls(len(o), pa.string()),
+                    "asked_at": pa.nulls(len(o), pa.int64()),
                 },
                 schema=OUTPUT_SCHEMA,
             ))
@@ -168,7 +169,8 @@ class Segment:
                 {"event": pa.array(["rejected"] * k, pa.string()), "id": pa.nulls(k, pa.string()),
                  "at": pa.array([a for a, _ in self.reasons], pa.int64()), "value": pa.nulls(k, pa.float64()),
                  "keys": pa.nulls(k, pa.list_(pa.string())), "r": pa.nulls(k, pa.int64()),
-                 "s": pa.nulls(k, pa.int64()), "reason": pa.array([r for _, r in self.reasons], pa.string())},
+                 "s": pa.nulls(k, pa.int64()), "reason": pa.array([r for _, r in self.reasons], pa.string()),
+                 "asked_at": pa.nulls(k, pa.int64())},
                 schema=OUTPUT_SCHEMA,
             ))
         if len(tables) == 2:  # a rejected row has no outputs at its position: no ties

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from vigil.events import OUTPUT_SCHEMA
+from vigil.events import OUTPUT_SCHEMA, conform_outputs
 
 EVENTS, REJECTED, METRICS = "events", "rejected", "_metrics"
 
@@ -117,7 +117,7 @@ def _read(out: str | Path, sub: str) -> pa.Table:
     tables = []
     for k, p in _batches(Path(out) / sub):
         for f in sorted(p.glob("*.parquet")):
-            t = pq.read_table(f).cast(OUTPUT_SCHEMA)
+            t = conform_outputs(pq.read_table(f))  # files written before asked_at existed too
             tables.append(t.append_column("batch", pa.array([k] * t.num_rows, pa.int64())))
     if not tables:
         return OUTPUT_SCHEMA.append(pa.field("batch", pa.int64())).empty_table()
