@@ -12,14 +12,20 @@ import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from .cliutil import JOIN_HISTORY_HELP, parse_algos  # noqa: E402,F401  (re-exported: vigil.cli.parse_algos)
+from . import cliutil as cu  # noqa: E402
+from .cliutil import JOIN_HISTORY_HELP, UserError, parse_algos  # noqa: E402,F401  (re-exported: vigil.cli.parse_algos)
 
-app = typer.Typer(help="vigil: millions of standing queries over data streams.", no_args_is_help=True)
+app = typer.Typer(help="vigil: millions of standing queries over data streams.", no_args_is_help=True,
+                  cls=cu.VigilGroup)
 console = Console(stderr=True)
 
 
 @app.callback()
-def main() -> None:
+def main(
+    debug: bool = typer.Option(False, "--debug", envvar="VIGIL_DEBUG",
+                               help="show the traceback of an error (also VIGIL_DEBUG=1); without it every "
+                               "error is one line on stderr (exit code 2 for a user error, 1 otherwise)"),
+) -> None:
     """vigil: range-thresholding triggers, shared window aggregates, continuous joins and
     quantiles over streams, with millions of standing queries."""
 
@@ -48,9 +54,9 @@ def summary_table(title: str, counts: dict, out_counts: dict, elapsed: float) ->
 
 @app.command()
 def replay(
-    stream: Path = typer.Option(..., help="stream file (.parquet, .csv, .jsonl)"),
+    stream: Path = typer.Option(..., help="stream file (.parquet, .csv, .jsonl); an empty file is an empty stream"),
     queries: Path = typer.Option(..., help="query operations (.jsonl)"),
-    out: Path = typer.Option(..., help="output events (.jsonl or .parquet)"),
+    out: Path = typer.Option(..., help="output events (.jsonl or .parquet, by suffix)"),
     algo: list[str] = typer.Option(None, help="FAMILY=NAME, e.g. threshold=dt (repeatable)"),
     quantile_epsilon: float = typer.Option(0.005, help="precision of the shared quantile summaries"),
     join_output: str = typer.Option("pairs", help="pairs | affected"),
@@ -62,21 +68,26 @@ def replay(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .engine import Engine
-    from .events import ERROR_COLUMN, read_operations, read_stream, write_outputs
+    from .events import ERROR_COLUMN, write_outputs
 
+    # every argument is checked before any work starts: a mistake costs no processing
+    cu.input_file(stream, "--stream", cu.STREAM_SUFFIXES)
+    cu.input_file(queries, "--queries", cu.OPS_SUFFIXES)
+    cu.output_file(out, "--out")
+    cu.at_least(batch, 1, "--batch", "it is the number of elements per engine batch")
     algos = parse_algos(algo)
+    cu.epsilon(quantile_epsilon)
+    cu.one_of(join_output, ("pairs", "affected"), "--join-output")
+    cu.join_history(join_history)
     t0 = time.perf_counter()
-    table = read_stream(stream)
-    ops = read_operations(queries)
-    try:
-        eng = Engine(algos, quantile_epsilon, join_output, columns=set(table.column_names) - {ERROR_COLUMN},
-                     join_history=join_history)
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from None
+    table, ops, lines = cu.read_inputs(stream, queries)
+    columns = set(table.column_names) - {ERROR_COLUMN}
+    # a 0-byte stream file has no header: its columns are unknown, not none (queries register)
+    eng = Engine(algos, quantile_epsilon, join_output, columns=columns or None, join_history=join_history)
     import pyarrow as pa
 
     parts = []
-    eng.add_operations(ops)
+    eng.add_operations(ops, lines)
     with Progress(
         TextColumn("replay"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} elements"),
         TimeElapsedColumn(), console=console, disable=quiet,
@@ -87,11 +98,15 @@ def replay(
             prog.update(task, advance=min(batch, table.num_rows - start))
     parts.append(eng.finish())
     outputs = pa.concat_tables(parts)
-    write_outputs(outputs, out)
-    elapsed = time.perf_counter() - t0
     c = eng.counts
-    assert c["rows_in"] == c["rows_applied"] + c["rows_rejected"], c
-    assert c["ops_in"] == c["ops_applied"] + c["ops_rejected"], c
+    if c["rows_in"] != table.num_rows or c["rows_in"] != c["rows_applied"] + c["rows_rejected"] \
+            or c["ops_in"] != len(ops) or c["ops_in"] != c["ops_applied"] + c["ops_rejected"]:
+        raise RuntimeError(f"counts do not add up: {table.num_rows} rows and {len(ops)} operations read, {c}")
+    try:
+        write_outputs(outputs, out)
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot write it ({e.strerror or e}); choose another place") from None
+    elapsed = time.perf_counter() - t0
     if not quiet:
         console.print(summary_table(f"vigil replay -> {out}", c, eng.out_counts, elapsed))
 
@@ -110,12 +125,26 @@ def gen(
 
     from .workloads.trades import trade_queries, trades
 
+    cu.output_dir(out, "--out")
+    cu.at_least(elements, 1, "--elements")
+    cu.at_least(queries, 0, "--queries")
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(trades(elements, seed=seed), out / "stream.parquet")
     with open(out / "queries.jsonl", "w") as f:
         for op in trade_queries(elements, queries, seed=seed + 1):
             f.write(json.dumps(op) + "\n")
     console.print(f"wrote {out / 'stream.parquet'} and {out / 'queries.jsonl'}")
+
+
+@app.command()
+def algos() -> None:
+    """List the implementations of every query family (--algo FAMILY=NAME) with their papers."""
+    t = Table(title="vigil implementations (--algo FAMILY=NAME; * = default)")
+    for col in ("family", "name", "paper / section", "what"):
+        t.add_column(col, overflow="fold")
+    for fam, name, default, section, summary in cu.algo_rows():
+        t.add_row(fam, name + (" *" if default else ""), section, summary)
+    Console().print(t)
 
 
 def _mount() -> None:

@@ -192,7 +192,7 @@ class Engine:
                 oprun.register_run(self, run, self.position)
                 run = []
             if err:
-                self._reject_op(at if isinstance(at, int) else self.position, op.get("id"), err if lines is None else f"line {lines[k]}: {err}")
+                self._reject_op(at if isinstance(at, int) else self.position, op.get("id"), err if lines is None else f"line {lines[k]}: {err.replace('line 1 column', 'column')}")
             elif at < self.position:
                 self.counts["late"] += 1
                 ident = op.get("id") or (op.get("query") or {}).get("id")

@@ -50,34 +50,81 @@ def run(
     """Run the standing queries over a stream with Spark Structured Streaming (exactly-once outputs)."""
     from rich.console import Console
 
-    from vigil.history import parse_horizon
+    from vigil.cliutil import UserError
 
     from .config import CheckpointError, RunConfig
     from .driver import run as run_job
-    from .sources import SourceError, kafka_options
+    from .sources import SourceError
 
     console = Console(stderr=True)
+    # every check that needs no Spark comes first: a mistake costs no Spark start-up (~30 s)
+    algos, opts = check_run_args(stream, queries, out, checkpoint, fmt, schema, trigger, max_files_per_batch,
+                                 max_reorder_rows, mode, shards, algo, option, quantile_epsilon, join_output,
+                                 join_history, timeout)
+    cfg = RunConfig(
+        stream=stream, queries=queries, out=out, checkpoint=checkpoint, fmt=fmt, schema=schema,
+        trigger=trigger, max_files_per_batch=max_files_per_batch, mode=mode, shards=shards, master=master,
+        algos=algos, options=opts, quantile_epsilon=quantile_epsilon, join_output=join_output,
+        join_history=join_history,
+        finish=finish, timeout=timeout, quiet=quiet, max_reorder_rows=max_reorder_rows,
+    )
     try:
-        opts = kafka_options(option)
-        parse_horizon(join_history)  # a bad COLUMN:H fails here, with its reason
-        if fmt != "kafka" and not stream:
-            raise SourceError("--stream DIR is required (except with --format kafka)")
-        cfg = RunConfig(
-            stream=stream, queries=queries, out=out, checkpoint=checkpoint, fmt=fmt, schema=schema,
-            trigger=trigger, max_files_per_batch=max_files_per_batch, mode=mode, shards=shards, master=master,
-            algos=_algos(algo), options=opts, quantile_epsilon=quantile_epsilon, join_output=join_output,
-            join_history=join_history,
-            finish=finish, timeout=timeout, quiet=quiet, max_reorder_rows=max_reorder_rows,
-        )
         s = run_job(cfg)
     except (SourceError, CheckpointError, ValueError) as e:
-        console.print(f"[red]error:[/] {e}")
-        raise typer.Exit(2) from None
+        raise UserError(str(e)) from None
     console.print(
         f"[bold]done[/]: {s['batches']} batches, {s['rows_in']:,} rows ({s['rows_rejected']:,} rejected, {s['rows_late']:,} late), "
         f"{s['ops_in']:,} operations ({s['ops_rejected']:,} rejected), {s['outputs']:,} outputs, "
         f"{s['seconds']:.1f} s, {s['elements_per_s']:,.0f} elements/s -> {Path(out) / 'events'}"
     )
+
+
+def check_run_args(stream, queries, out, checkpoint, fmt, schema, trigger, max_files_per_batch, max_reorder_rows,
+                   mode, shards, algo, option, quantile_epsilon, join_output, join_history, timeout):
+    """The checks of ``vigil run``'s arguments that need no Spark; returns (algos, source options).
+    Raises :class:`vigil.cliutil.UserError` (one line: what is wrong, what to do)."""
+    from vigil import cliutil as cu
+
+    from . import sources
+    from .driver import _trigger
+
+    cu.one_of(fmt, sources.FORMATS, "--format")
+    cu.one_of(mode, ("driver", "sharded"), "--mode")
+    cu.at_least(shards, 1, "--shards")
+    cu.at_least(max_files_per_batch, 1, "--max-files-per-batch")
+    cu.at_least(max_reorder_rows, 0, "--max-reorder-rows")
+    if timeout is not None and not timeout > 0:
+        raise cu.UserError(f"--timeout must be > 0 seconds, got {timeout:g}")
+    cu.epsilon(quantile_epsilon)
+    cu.one_of(join_output, ("pairs", "affected"), "--join-output")
+    cu.join_history(join_history)
+
+    class _Probe:  # the driver's own parser of --trigger, without a Spark writer
+        def trigger(self, **kw):
+            return kw
+
+    try:
+        _trigger(_Probe(), trigger)
+    except ValueError as e:
+        raise cu.UserError(str(e)) from None
+    algos = cu.parse_algos(algo)
+    try:
+        opts = sources.kafka_options(option)
+    except sources.SourceError as e:
+        raise cu.UserError(str(e)) from None
+    if fmt != "kafka":
+        if not stream:
+            raise cu.UserError("--stream DIR is required (except with --format kafka)")
+        cu.input_dir(Path(stream), "--stream", "stream files arrive in it")
+        if not schema and not sources._files(Path(stream), fmt):
+            others = [f for f in ("parquet", "json", "csv") if f != fmt and sources._files(Path(stream), f)]
+            hint = (f"it holds {others[0]} files: pass --format {others[0]}" if others else
+                    "add one, or pass --schema 'price DOUBLE, shares BIGINT, symbol STRING, ...'")
+            raise cu.UserError(f"--stream {stream}: no {fmt} files to infer the stream's schema from; {hint}")
+    cu.input_dir(Path(queries), "--queries", "query-operation files (JSONL) arrive in it; it may be empty")
+    cu.output_dir(Path(out), "--out")
+    cu.output_dir(Path(checkpoint), "--checkpoint")
+    return algos, opts
 
 
 def demo(
@@ -92,8 +139,19 @@ def demo(
     family: list[str] = typer.Option(None, "--family", help="only these query kinds (default: all families)"),
 ) -> None:
     """Generate a trade stream and a mix of queries, run them through `vigil run`, summarize, plot."""
+    from vigil import cliutil as cu
+
     from .demo import run_demo
 
+    for value, lo, opt in ((rows, 1, "--rows"), (files, 1, "--files"), (queries, 0, "--queries"), (shards, 1, "--shards")):
+        cu.at_least(value, lo, opt)
+    cu.one_of(mode, ("driver", "sharded"), "--mode")
+    kinds = ("threshold", "threshold_key", "window", "substream", "quantile", "select_join", "window_join", "band_join",
+             "select", "band")  # what vigil.workloads.trades.trade_queries selects by
+    bad = [f for f in family or [] if f not in kinds]
+    if bad:
+        raise cu.UserError(f"--family {bad[0]!r}: expected one of {', '.join(kinds[:-2])}")
+    cu.output_dir(Path(workdir), "--workdir")
     try:
         run_demo(workdir, rows=rows, files=files, n_queries=queries, mode=mode, shards=shards,
                  algos=_algos(algo), seed=seed, families=tuple(family) if family else None)
