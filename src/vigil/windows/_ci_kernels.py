@@ -4,22 +4,27 @@ ASW lookups, R-INT style running sums), the CI-COUNT / CI-SUM level heaps (§4.1
 
 Layout (flat arrays, every index int64):
 
-* pool: one array per field (``p_seq`` int64, ``p_time`` float64, ``p_val`` float64 = the
-  element's weight, ``p_cumb`` float64 = the key's total weight *before* the element) holding every
-  key's ring. Key k owns the segment ``[k_off[k], k_off[k] + k_cap[k])`` (``k_cap`` a power of two);
+* pool: one 32-byte record per ring element, ``pool[e] = (seq, time, value, cumb)``, a float64
+  array whose column 0 is read and written only through its int64 view (``p_seq``: positions are
+  exact int64 up to 2^63 - 1), ``p_time`` float64, ``p_val`` float64 = the element's weight,
+  ``p_cumb`` float64 = the key's total weight *before* the element; it holds every key's ring. Key k owns the segment ``[k_off[k], k_off[k] + k_cap[k])`` (``k_cap`` a power of two);
   its elements have absolute numbers ``k_tail[k] <= a < k_head[k]`` (``k_head`` = number of non-null
   elements the key ever received) and element a sits at ``k_off[k] + (a & (k_cap[k] - 1))``. An
   element leaves its ring once its time is <= t - T_max (t: the time of a later element of that
   key, T_max: the longest registered window): no current query can count it again and a query
   registered later counts only later elements. A full ring moves to a segment twice as large at
-  the end of the pool; when the pool is full the caller compacts it (:func:`compact`), so space is
-  O(elements inside the longest window + keys).
+  the end of the pool; when the pool is full the caller compacts it (:func:`compact`) into a pool
+  twice the live size (so the element that found it full then fits: every ring is compacted to at
+  least twice its live length), so space is O(elements inside the longest window + keys). The
+  compaction moves keys ``0 .. nkeys-1``: the caller counts every key code of the batch in
+  ``nkeys`` before it compacts (a key first seen in this batch already owns a ring).
 * ``k_m[k]``: the key's total weight M_k (COUNT: its number of non-null elements).
 * ``any_seq/any_time``: the key's last element (null value or not); ``nn_seq/nn_time``: its last
   non-null element.
 * heaps (CI only): row 0 indexes ``any_seq`` (the keys with an element in a window); row 1 + lev
   indexes level lev. Each row is an array max-heap over all keys ordered by seq: ``H[r, i]`` =
-  (seq, time, key) of slot i (float64, one cache line per slot), ``hp[r, k]`` the slot of key k. Entries only ever
+  (seq, time, key) of slot i (one 24-byte record; seq and key are read and written only through
+  the int64 view ``Hi`` of ``H``), ``hp[r, k]`` the slot of key k. Entries only ever
   increase (sift-up, O(log K)); "every key whose entry lies in the window" is a depth-first walk
   that stops below the first entry outside (the window is a suffix in seq order): O(output).
 
@@ -79,52 +84,52 @@ def ring_owner(p_cumb, off, mask, tail, head, x):
 
 
 @numba.njit(**NJ)
-def heap_raise(H, hp, r, k, seq, time):
+def heap_raise(H, Hi, hp, r, k, seq, time):
     """Increase key k's entry in heap row r to (seq, time) (seq >= its old seq). O(log K)."""
     i = hp[r, k]
     while i > 0:
         par = (i - 1) >> 1
-        if H[r, par, 0] >= seq:
+        if Hi[r, par, 0] >= seq:
             break
-        pk = np.int64(H[r, par, 2])
-        H[r, i, 0] = H[r, par, 0]
+        pk = Hi[r, par, 2]
+        Hi[r, i, 0] = Hi[r, par, 0]
         H[r, i, 1] = H[r, par, 1]
-        H[r, i, 2] = H[r, par, 2]
+        Hi[r, i, 2] = pk
         hp[r, pk] = i
         i = par
-    H[r, i, 0] = seq
+    Hi[r, i, 0] = seq
     H[r, i, 1] = time
-    H[r, i, 2] = k
+    Hi[r, i, 2] = k
     hp[r, k] = i
 
 
 @numba.njit(**NJ)
-def heapify_row(H, hp, r, size):
+def heapify_row(H, Hi, hp, r, size):
     """Bottom-up max-heap construction of row r over its first ``size`` slots. O(size)."""
     for start in range(size // 2 - 1, -1, -1):
         i = start
-        s, t, k = H[r, i, 0], H[r, i, 1], H[r, i, 2]
+        s, t, k = Hi[r, i, 0], H[r, i, 1], Hi[r, i, 2]
         while True:
             c = 2 * i + 1
             if c >= size:
                 break
-            if c + 1 < size and H[r, c + 1, 0] > H[r, c, 0]:
+            if c + 1 < size and Hi[r, c + 1, 0] > Hi[r, c, 0]:
                 c += 1
-            if H[r, c, 0] <= s:
+            if Hi[r, c, 0] <= s:
                 break
-            H[r, i, 0] = H[r, c, 0]
+            Hi[r, i, 0] = Hi[r, c, 0]
             H[r, i, 1] = H[r, c, 1]
-            H[r, i, 2] = H[r, c, 2]
+            Hi[r, i, 2] = Hi[r, c, 2]
             i = c
-        H[r, i, 0] = s
+        Hi[r, i, 0] = s
         H[r, i, 1] = t
-        H[r, i, 2] = k
+        Hi[r, i, 2] = k
     for i in range(size):
-        hp[r, np.int64(H[r, i, 2])] = i
+        hp[r, Hi[r, i, 2]] = i
 
 
 @numba.njit(**NJ)
-def heap_report(H, r, size, t0, start, stack, out):
+def heap_report(H, Hi, r, size, t0, start, stack, out):
     """Keys of heap row r whose entry lies in the window (time > t0 and seq > start) into
     ``out``; returns their number. Visits at most 2*output + 1 slots."""
     n = 0
@@ -135,9 +140,9 @@ def heap_report(H, r, size, t0, start, stack, out):
     while top > 0:
         top -= 1
         i = stack[top]
-        if not (H[r, i, 1] > t0 and H[r, i, 0] > start):
+        if not (H[r, i, 1] > t0 and Hi[r, i, 0] > start):
             continue
-        out[n] = np.int64(H[r, i, 2])
+        out[n] = Hi[r, i, 2]
         n += 1
         c = 2 * i + 1
         if c < size:
@@ -166,7 +171,7 @@ def level_x(m, lev, p):
 
 
 @numba.njit(**NJ)
-def _set_level(k, lev, x, m_old, unit, tail, head, off, mask, p_seq, p_time, p_cumb, H, hp):
+def _set_level(k, lev, x, m_old, unit, tail, head, off, mask, p_seq, p_time, p_cumb, H, Hi, hp):
     if x < 0.0:
         return
     if x >= m_old:
@@ -179,14 +184,14 @@ def _set_level(k, lev, x, m_old, unit, tail, head, off, mask, p_seq, p_time, p_c
         return  # its owner left the ring: the stale entry is outside every future window too
     s = off + (own & mask)
     r = lev + 1
-    if H[r, hp[r, k], 0] < p_seq[s]:
-        heap_raise(H, hp, r, k, p_seq[s], p_time[s])
+    if Hi[r, hp[r, k], 0] < p_seq[s]:
+        heap_raise(H, Hi, hp, r, k, p_seq[s], p_time[s])
 
 
 @numba.njit(**NJ)
 def push_kernel(vals, times, keys, seqs, i0, tmax, p, G, lmin, unit, levels, count,
                 p_seq, p_time, p_val, p_cumb, k_off, k_cap, k_head, k_tail, k_m,
-                any_seq, any_time, nn_seq, nn_time, meta, H, hp):
+                any_seq, any_time, nn_seq, nn_time, meta, H, Hi, hp):
     """Push elements i0.. of the batch (vals NaN = null; ``count``: any other value weighs 1).
     Returns (status, i):
     DONE, or POOL_FULL / MORE_GROUPS at element i (nothing of element i applied yet except the
@@ -215,7 +220,7 @@ def push_kernel(vals, times, keys, seqs, i0, tmax, p, G, lmin, unit, levels, cou
             any_seq[k] = sq
             any_time[k] = t
             if levels:
-                heap_raise(H, hp, 0, k, sq, t)
+                heap_raise(H, Hi, hp, 0, k, sq, t)
             continue
         if head - tail >= cap:
             ncap = max(np.int64(4), 2 * cap)
@@ -255,7 +260,7 @@ def push_kernel(vals, times, keys, seqs, i0, tmax, p, G, lmin, unit, levels, cou
         nn_time[k] = t
         if not levels:
             continue
-        heap_raise(H, hp, 0, k, sq, t)
+        heap_raise(H, Hi, hp, 0, k, sq, t)
         if not a > 0.0:
             continue
         j0 = lmin // p
@@ -270,7 +275,7 @@ def push_kernel(vals, times, keys, seqs, i0, tmax, p, G, lmin, unit, levels, cou
                     x = w * (c_new - 1.0 - ii)
                     if x >= 0.0:
                         _set_level(k, j * p + ii, x, m_old, unit, tail, head, off, mask, p_seq, p_time, p_cumb,
-                                   H, hp)
+                                   H, Hi, hp)
             w *= 2.0
     return DONE, n
 
@@ -279,12 +284,13 @@ def push_kernel(vals, times, keys, seqs, i0, tmax, p, G, lmin, unit, levels, cou
 def fill_levels(l0, l1, nkeys, p, unit, p_seq, p_time, p_cumb, k_off, k_cap, k_head, k_tail, k_m, H, hp):
     """Build heap rows of the new levels l0..l1-1 from every key's ring (levels added when a
     key's retained weight outgrows the groups kept). O((l1 - l0) * K log W)."""
+    Hi = H.view(np.int64)
     for lev in range(l0, l1):
         r = lev + 1
         for k in range(nkeys):
-            H[r, k, 0] = 0.0
+            Hi[r, k, 0] = 0
             H[r, k, 1] = -np.inf
-            H[r, k, 2] = k
+            Hi[r, k, 2] = k
             hp[r, k] = k
             head = k_head[k]
             tail = k_tail[k]
@@ -299,9 +305,9 @@ def fill_levels(l0, l1, nkeys, p, unit, p_seq, p_time, p_cumb, k_off, k_cap, k_h
             if own < tail:
                 continue
             s = off + (own & mask)
-            H[r, k, 0] = p_seq[s]
+            Hi[r, k, 0] = p_seq[s]
             H[r, k, 1] = p_time[s]
-        heapify_row(H, hp, r, nkeys)
+        heapify_row(H, Hi, hp, r, nkeys)
 
 
 @numba.njit(**NJ)
@@ -359,7 +365,7 @@ def compact_size(nkeys, lim, p_time, k_off, k_cap, k_head, k_tail):
 def push_batch(vals, times, keys, seqs, i0, last_seq, tmax, ip, pool, krec, kf, meta, H, hp):
     """:func:`push_kernel` with fewer arguments (numba's dispatch costs ~0.15 us per argument) and
     the batch's validation: ``ip`` = (p, G, lmin, unit, levels, count), ``pool`` = the ring record
-    (seq, time, value, cumb), ``krec`` = the key record (off, cap, head, tail, any_seq, nn_seq),
+    (seq (int64 bits), time, value, cumb), ``krec`` = the key record (off, cap, head, tail, any_seq, nn_seq),
     ``kf`` = (M, any_time, nn_time). Returns (status, i, largest key code); with i0 = 0 the batch
     is first checked: BAD_SEQ (seqs not strictly increasing after last_seq), BAD_KEY (a negative
     code) or NEED_KEYS (a code beyond the arrays: the caller grows them and calls again)."""
@@ -377,20 +383,22 @@ def push_batch(vals, times, keys, seqs, i0, last_seq, tmax, ip, pool, krec, kf, 
         if kmax >= krec.shape[0]:
             return NEED_KEYS, 0, kmax
     status, i = push_kernel(vals, times, keys, seqs, i0, tmax, ip[0], ip[1], ip[2], ip[3] != 0, ip[4] != 0,
-                            ip[5] != 0, pool[:, 0], pool[:, 1], pool[:, 2], pool[:, 3], krec[:, 0], krec[:, 1],
-                            krec[:, 2], krec[:, 3], kf[:, 0], krec[:, 4], kf[:, 1], krec[:, 5], kf[:, 2], meta, H,
-                            hp)
+                            ip[5] != 0, pool.view(np.int64)[:, 0], pool[:, 1], pool[:, 2], pool[:, 3], krec[:, 0],
+                            krec[:, 1], krec[:, 2], krec[:, 3], kf[:, 0], krec[:, 4], kf[:, 1], krec[:, 5], kf[:, 2],
+                            meta, H, H.view(np.int64), hp)
     return status, i, kmax
 
 
 @numba.njit(**NJ)
-def gather_rows(qmap, Q, qids):
-    """(rows of Q of the qids, index of the first qid not in ``qmap``, -1 when none)."""
+def gather_rows(qmap, Q, QS, qids):
+    """(rows of Q and starts QS of the qids, index of the first qid not in ``qmap``, -1 when none)."""
     out = np.empty((len(qids), Q.shape[1]), np.float64)
+    starts = np.empty(len(qids), np.int64)
     for i in range(len(qids)):
         q = qids[i]
         s = qmap[q] if 0 <= q < len(qmap) else -1
         if s < 0:
-            return out, i
+            return out, starts, i
         out[i] = Q[s]
-    return out, -1
+        starts[i] = QS[s]
+    return out, starts, -1

@@ -4,8 +4,10 @@ or a correctly rounded sum when the weights are not integers), the naive lookup 
 the CI lookup (candidates from one level heap, §4.1 Fig. 7 LOOKUP, then the exact post-filter of
 the candidates whose level does not already decide them). Layout: see :mod:`._ci_kernels`.
 
-Query arrays: ``q_T`` window length, ``q_start`` registration position (counts seq > start),
-``q_lo``/``q_hi`` the open range (-inf/inf when unbounded), ``q_eps`` epsilon (NaN = exact).
+Query arrays: ``q_T`` window length, ``q_start`` registration position (int64; counts
+seq > start), ``q_lo``/``q_hi`` the open range (-inf/inf when unbounded), ``q_eps`` epsilon
+(NaN = exact). Positions (``q_start``, ``p_seq``, heap seqs) are compared as int64, never as
+float64.
 Output: the reported key codes of query i are ``out[off[i]:off[i+1]]`` (unsorted).
 """
 
@@ -186,7 +188,7 @@ def lookup_naive_probe(q_T, q_start, q_lo, q_hi, t_now, nkeys, is_sum, integral,
 @numba.njit(**NJ)
 def lookup_ci(q_T, q_start, q_lo, q_hi, q_eps, t_now, nkeys, lmin, nlev, lo_tab, w_tab, is_sum, integral, ci_ok, unit,
               p_seq, p_time, p_val, p_cumb, k_off, k_cap, k_head, k_tail, k_m, nn_seq, nn_time,
-              H, hp, stack, cand):
+              H, Hi, hp, stack, cand):
     """CI-COUNT / CI-SUM lookups with the exact post-filter (exact queries) or the relaxed range
     (epsilon queries). Returns (out, offs, verified): ``verified`` counts the per-key exact
     lookups done. O(K_ao + (checked keys) log W) per query; see the module docstring."""
@@ -214,9 +216,9 @@ def lookup_ci(q_T, q_start, q_lo, q_hi, q_eps, t_now, nkeys, lmin, nlev, lo_tab,
             if lsel < lmin:
                 lsel = -1  # not maintained (no registered query uses it): every key is checked
         if lsel >= 0:
-            nc = heap_report(H, lsel + 1, nkeys, t0, start, stack, cand)
+            nc = heap_report(H, Hi, lsel + 1, nkeys, t0, start, stack, cand)
         else:
-            nc = heap_report(H, 0, nkeys, t0, start, stack, cand)
+            nc = heap_report(H, Hi, 0, nkeys, t0, start, stack, cand)
         usel = -1
         ueff = np.ceil(hi)  # integral aggregates: agg < hi <=> agg < ueff
         if ci_ok and not lower and hi < np.inf:
@@ -288,7 +290,7 @@ def lookup_ci(q_T, q_start, q_lo, q_hi, q_eps, t_now, nkeys, lmin, nlev, lo_tab,
                     if usel >= 0:
                         r = usel + 1
                         i = hp[r, k]
-                        if H[r, i, 1] > t0 and H[r, i, 0] > start:
+                        if H[r, i, 1] > t0 and Hi[r, i, 0] > start:
                             done = True  # agg >= d >= ueff
                         else:
                             w = w_tab[usel]
@@ -311,25 +313,26 @@ def lookup_ci(q_T, q_start, q_lo, q_hi, q_eps, t_now, nkeys, lmin, nlev, lo_tab,
 
 
 @numba.njit(**NJ)
-def lookup_naive_batch(Q, t_now, ip, pool, krec, kf):
+def lookup_naive_batch(Q, S, t_now, ip, pool, krec, kf):
     """:func:`lookup_naive` / :func:`lookup_naive_probe` with fewer arguments: ``Q`` rows
-    (T, start, lo, hi, eps), ``ip`` = (nkeys, is_sum, integral, ci_ok, unit, probe); records as
-    in :func:`._ci_kernels.push_batch`."""
+    (T, lo, hi, eps), ``S`` the starts (int64), ``ip`` = (nkeys, is_sum, integral, ci_ok, unit,
+    probe); records as in :func:`._ci_kernels.push_batch`."""
+    p_seq = pool.view(np.int64)[:, 0]
     if ip[5]:
-        return lookup_naive_probe(Q[:, 0], Q[:, 1], Q[:, 2], Q[:, 3], t_now, ip[0], ip[1] != 0, ip[2] != 0,
-                                  ip[3] != 0, ip[4] != 0, pool[:, 0], pool[:, 1], pool[:, 2], pool[:, 3],
+        return lookup_naive_probe(Q[:, 0], S, Q[:, 1], Q[:, 2], t_now, ip[0], ip[1] != 0, ip[2] != 0,
+                                  ip[3] != 0, ip[4] != 0, p_seq, pool[:, 1], pool[:, 2], pool[:, 3],
                                   krec[:, 0], krec[:, 1], krec[:, 2], krec[:, 3], kf[:, 0], krec[:, 4], kf[:, 1],
                                   krec[:, 5], kf[:, 2])
-    return lookup_naive(Q[:, 0], Q[:, 1], Q[:, 2], Q[:, 3], t_now, ip[0], ip[1] != 0, ip[2] != 0,
-                        pool[:, 0], pool[:, 1], pool[:, 2], pool[:, 3], krec[:, 0], krec[:, 1], krec[:, 2],
+    return lookup_naive(Q[:, 0], S, Q[:, 1], Q[:, 2], t_now, ip[0], ip[1] != 0, ip[2] != 0,
+                        p_seq, pool[:, 1], pool[:, 2], pool[:, 3], krec[:, 0], krec[:, 1], krec[:, 2],
                         krec[:, 3], kf[:, 0], krec[:, 4], kf[:, 1])
 
 
 @numba.njit(**NJ)
-def lookup_ci_batch(Q, t_now, ip, lo_tab, w_tab, pool, krec, kf, H, hp, stack, cand):
-    """:func:`lookup_ci` with fewer arguments: ``ip`` = (nkeys, lmin, nlev, is_sum, integral,
-    ci_ok, unit)."""
-    return lookup_ci(Q[:, 0], Q[:, 1], Q[:, 2], Q[:, 3], Q[:, 4], t_now, ip[0], ip[1], ip[2], lo_tab, w_tab,
-                     ip[3] != 0, ip[4] != 0, ip[5] != 0, ip[6] != 0, pool[:, 0], pool[:, 1], pool[:, 2],
-                     pool[:, 3], krec[:, 0], krec[:, 1], krec[:, 2], krec[:, 3], kf[:, 0], krec[:, 5], kf[:, 2],
-                     H, hp, stack, cand)
+def lookup_ci_batch(Q, S, t_now, ip, lo_tab, w_tab, pool, krec, kf, H, hp, stack, cand):
+    """:func:`lookup_ci` with fewer arguments: ``Q`` rows (T, lo, hi, eps), ``S`` the starts,
+    ``ip`` = (nkeys, lmin, nlev, is_sum, integral, ci_ok, unit)."""
+    return lookup_ci(Q[:, 0], S, Q[:, 1], Q[:, 2], Q[:, 3], t_now, ip[0], ip[1], ip[2], lo_tab, w_tab,
+                     ip[3] != 0, ip[4] != 0, ip[5] != 0, ip[6] != 0, pool.view(np.int64)[:, 0], pool[:, 1],
+                     pool[:, 2], pool[:, 3], krec[:, 0], krec[:, 1], krec[:, 2], krec[:, 3], kf[:, 0], krec[:, 5],
+                     kf[:, 2], H, H.view(np.int64), hp, stack, cand)

@@ -68,11 +68,13 @@ class CI(SubstreamNaive):
         self._alloc_heaps(1 + self.p * self.G, len(self.a["k_off"]))
 
     def _alloc_heaps(self, rows: int, cap: int) -> None:
-        """Heap rows: H[r, i] = (seq, time, key) of slot i, hp[r, k] = slot of key k; key k starts
-        at slot k with entry (0, -inf), the minimum, so appending keys keeps every row a heap."""
+        """Heap rows: H[r, i] = (seq, time, key) of slot i (seq and key int64, through the view
+        ``Hi``), hp[r, k] = slot of key k; key k starts at slot k with entry (0, -inf), the
+        minimum, so appending keys keeps every row a heap."""
         self.H = np.zeros((rows, cap, 3), np.float64)
+        self.Hi = self.H.view(np.int64)
         self.H[:, :, 1] = -np.inf
-        self.H[:, :, 2] = np.arange(cap, dtype=np.float64)
+        self.Hi[:, :, 2] = np.arange(cap, dtype=np.int64)
         self.hp = np.zeros((rows, cap), np.int32)
         self.hp[:] = np.arange(cap, dtype=np.int32)
         self.stack = np.zeros(cap + 1, np.int64)
@@ -83,9 +85,9 @@ class CI(SubstreamNaive):
         super()._ensure_keys(nkeys)
         new = len(self.a["k_off"])
         if new > cap:
-            H, hp = self.H, self.hp
-            self._alloc_heaps(H.shape[0], new)
-            self.H[:, :cap] = H
+            Hi, hp = self.Hi, self.hp
+            self._alloc_heaps(Hi.shape[0], new)
+            self.Hi[:, :cap] = Hi  # bit copy (seq and key are int64)
             self.hp[:, :cap] = hp
 
     def register(self, qid: int, spec: Any, start: int = 0) -> None:
@@ -128,9 +130,9 @@ class CI(SubstreamNaive):
         old_rows = self.H.shape[0]
         G = self.G + 2
         rows = 1 + self.p * G
-        H, hp = self.H, self.hp
-        self._alloc_heaps(rows, H.shape[1])
-        self.H[:old_rows] = H
+        Hi, hp = self.Hi, self.hp
+        self._alloc_heaps(rows, Hi.shape[1])
+        self.Hi[:old_rows] = Hi
         self.hp[:old_rows] = hp
         if self.lmin < rows - 1:
             self._fill(max(self.lmin, old_rows - 1), rows - 1)
@@ -142,11 +144,11 @@ class CI(SubstreamNaive):
 
     def lookup(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> list[np.ndarray]:
         self._check_position(n)
-        Q = self._query_rows(np.asarray(qids, dtype=np.int64))
+        Q, S = self._query_rows(np.asarray(qids, dtype=np.int64))
         a = self.a
         ip = self._ip(self.nkeys, min(self.lmin, self.p * self.G), self.p * self.G, self.agg == "sum",
                       self.agg == "count" or self.integral, self.ci_ok(), self.agg == "count")
-        out, offs, checked = lookup_ci_batch(Q, float(t_now), ip, self.lo_tab, self.w_tab, a["pool"], a["krec"],
+        out, offs, checked = lookup_ci_batch(Q, S, float(t_now), ip, self.lo_tab, self.w_tab, a["pool"], a["krec"],
                                              a["kf"], self.H, self.hp, self.stack, self.cand)
         self.checked += int(checked)
         return self._split(out, offs)
@@ -157,7 +159,8 @@ class CI(SubstreamNaive):
         s.update({"p": self.p, "G": self.G, "lmin": self.lmin,
                   "want": np.array([[q, kind == "lower", lv] for q, (kind, lv) in sorted(self.want.items())],
                                    dtype=np.int64).reshape(-1, 3),
-                  "heap": self.H[:, :nk].copy(), "heap_pos": self.hp[:, :nk].copy()})
+                  "heap_seq": self.Hi[:, :nk, 0].copy(), "heap_time": self.H[:, :nk, 1].copy(),
+                  "heap_key": self.Hi[:, :nk, 2].copy(), "heap_pos": self.hp[:, :nk].copy()})
         return s
 
     @classmethod
@@ -168,7 +171,12 @@ class CI(SubstreamNaive):
         op._alloc_heaps(1 + op.p * op.G, len(op.a["k_off"]))
         op._load(s)  # grows the heaps to the key capacity
         nk = int(s["nkeys"])
-        op.H[:, :nk] = s["heap"]
+        if "heap" in s:  # older snapshots: one float64 array (seq, time, key)
+            s = {**s, "heap_seq": s["heap"][..., 0].astype(np.int64), "heap_time": s["heap"][..., 1],
+                 "heap_key": s["heap"][..., 2].astype(np.int64)}
+        op.Hi[:, :nk, 0] = s["heap_seq"]
+        op.H[:, :nk, 1] = s["heap_time"]
+        op.Hi[:, :nk, 2] = s["heap_key"]
         op.hp[:, :nk] = s["heap_pos"]
         op.want = {int(q): ("lower" if low else "upper", int(lv)) for q, low, lv in s["want"]}
         return op

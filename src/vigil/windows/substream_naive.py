@@ -38,7 +38,7 @@ _KEY_ARRAYS = {"k_off": np.int64, "k_cap": np.int64, "k_head": np.int64, "k_tail
 # the per-key arrays are columns of two records per key (a probe or an update reads few lines)
 _REC = ("k_off", "k_cap", "k_head", "k_tail", "any_seq", "nn_seq")
 _FREC = ("k_m", "any_time", "nn_time")
-_POOL = ("p_seq", "p_time", "p_val", "p_cumb")  # columns of one float64 record per ring element
+_POOL = ("p_seq", "p_time", "p_val", "p_cumb")  # columns of one 32-byte record per ring element
 
 
 def _key_arrays(cap: int) -> dict[str, np.ndarray]:
@@ -50,12 +50,12 @@ def _key_arrays(cap: int) -> dict[str, np.ndarray]:
 
 
 def _pool(size: int) -> dict[str, np.ndarray]:
-    rec = np.zeros((size, len(_POOL)), np.float64)  # seq kept as float64: exact below 2^53
-    return {"pool": rec, **{name: rec[:, i] for i, name in enumerate(_POOL)}}
+    rec = np.zeros((size, len(_POOL)), np.float64)  # p_seq: an int64 view of column 0 (exact int64 seqs)
+    return {"pool": rec, "p_seq": rec.view(np.int64)[:, 0], **{name: rec[:, i] for i, name in enumerate(_POOL) if i}}
 
 
 _QMAP_MAX = 1 << 24
-_QUERY = {"q_T": np.float64, "q_start": np.int64, "q_lo": np.float64, "q_hi": np.float64, "q_eps": np.float64}
+_QUERY = {"q_T": np.float64, "q_lo": np.float64, "q_hi": np.float64, "q_eps": np.float64}  # + q_start (int64)
 _EMPTY_HEAP = (np.zeros((1, 1, 3), np.float64), np.zeros((1, 1), np.int32))
 
 
@@ -78,10 +78,11 @@ class SubstreamNaive(SubstreamOperator):
         self.last_seq = 0
         self.integral = True  # every non-null value so far an integer, running totals < 2^53
         self.nonneg = True  # ... and none negative or infinite (CI-SUM needs both)
-        # queries: qid -> slot, a row of Q = (T, start, lo, hi, eps) (q_* are its column views)
+        # queries: qid -> slot, a row of Q = (T, lo, hi, eps) (q_* are its column views) and QS[slot]
+        # = start (int64: seqs are int64 and compared exactly)
         self.slot: dict[int, int] = {}
         self.qmap = np.full(16, -1, np.int64)  # the same map as an array, for qids < _QMAP_MAX
-        self._set_q(np.zeros((0, len(_QUERY))))
+        self._set_q(np.zeros((0, len(_QUERY))), np.zeros(0, np.int64))
         self.free: list[int] = []
         self._tmax = 0.0
         self._ips: dict[tuple, np.ndarray] = {}
@@ -98,15 +99,19 @@ class SubstreamNaive(SubstreamOperator):
             s = self.free.pop()
         else:
             s = len(self.Q)
-            self._set_q(np.concatenate([self.Q, np.zeros((max(4, len(self.Q)), len(_QUERY)))]))
+            grow = max(4, len(self.Q))
+            self._set_q(np.concatenate([self.Q, np.zeros((grow, len(_QUERY)))]),
+                        np.concatenate([self.QS, np.zeros(grow, np.int64)]))
             self.free.extend(range(len(self.Q) - 1, s, -1))
-        self.Q[s] = (float(spec.time), int(start), lo, hi, math.nan if spec.epsilon is None else float(spec.epsilon))
+        self.Q[s] = (float(spec.time), lo, hi, math.nan if spec.epsilon is None else float(spec.epsilon))
+        self.QS[s] = int(start)
         self.slot[qid] = s
         self._map(qid, s)
         self._tmax = max(self._tmax, float(spec.time))
 
-    def _set_q(self, Q: np.ndarray) -> None:
+    def _set_q(self, Q: np.ndarray, QS: np.ndarray) -> None:
         self.Q = Q
+        self.QS = QS
         self.q = {name: Q[:, i] for i, name in enumerate(_QUERY)}
 
     def _map(self, qid: int, s: int) -> None:
@@ -188,31 +193,35 @@ class SubstreamNaive(SubstreamOperator):
             ip = self._ip(p, G, lmin, unit, self.uses_levels, self.agg == "count")
             status, i, kmax = push_batch(values, times, keys, seqs, i, self.last_seq, tmax, ip, a["pool"], a["krec"],
                                          a["kf"], self.meta, *self._heaps())
-            if status == DONE:
-                break
             if status == BAD_SEQ:
                 raise ValueError("seqs must be strictly increasing across pushes")
             if status == BAD_KEY:
                 raise ValueError("key codes must be >= 0")
+            if status != NEED_KEYS:
+                # every key of the batch may own a ring by now: compaction and level rebuilds must
+                # move / index it (keys first seen in this batch included)
+                self.nkeys = max(self.nkeys, int(kmax) + 1)
+            if status == DONE:
+                break
             if status == NEED_KEYS:
                 self._ensure_keys(int(kmax) + 1)
             elif status == POOL_FULL:
                 self._compact(float(times[i]) - tmax)
             elif status == MORE_GROUPS:
                 self._more_groups()
-        self.nkeys = max(self.nkeys, int(kmax) + 1)
         self.last_seq = int(seqs[-1])
 
     # ------------------------------------------------------------------------- lookup
-    def _query_rows(self, qids: np.ndarray) -> np.ndarray:
-        """The rows (T, start, lo, hi, eps) of the queries ``qids``."""
-        rows, bad = gather_rows(self.qmap, self.Q, qids)
+    def _query_rows(self, qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows (T, lo, hi, eps) and the starts (int64) of the queries ``qids``."""
+        rows, starts, bad = gather_rows(self.qmap, self.Q, self.QS, qids)
         if bad < 0:
-            return rows
+            return rows, starts
         try:  # qids beyond the array map
-            return self.Q[np.array([self.slot[int(q)] for q in qids], dtype=np.int64)].reshape(-1, len(_QUERY))
+            slots = np.array([self.slot[int(q)] for q in qids], dtype=np.int64)
         except KeyError as e:
             raise KeyError(f"qid {e.args[0]} is not registered") from None
+        return self.Q[slots].reshape(-1, len(_QUERY)), self.QS[slots]
 
     def _ip(self, *vals: int) -> np.ndarray:
         """The int parameter array of a kernel call (cached: building one costs ~1 us)."""
@@ -232,12 +241,12 @@ class SubstreamNaive(SubstreamOperator):
 
     def lookup(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> list[np.ndarray]:
         self._check_position(n)
-        Q = self._query_rows(np.asarray(qids, dtype=np.int64))
+        Q, S = self._query_rows(np.asarray(qids, dtype=np.int64))
         a = self.a
         ci_ok = self.agg == "count" or (self.integral and self.nonneg)
         ip = self._ip(self.nkeys, self.agg == "sum", self.agg == "count" or self.integral, ci_ok, self.agg == "count",
                       self.probe)
-        out, offs = lookup_naive_batch(Q, float(t_now), ip, a["pool"], a["krec"], a["kf"])
+        out, offs = lookup_naive_batch(Q, S, float(t_now), ip, a["pool"], a["krec"], a["kf"])
         return self._split(out, offs)
 
     # ------------------------------------------------------------------------- state
@@ -263,7 +272,7 @@ class SubstreamNaive(SubstreamOperator):
         live, _, where = self._live()
         s: dict[str, Any] = {"agg": self.agg, "nkeys": self.nkeys, "last_seq": self.last_seq,
                              "integral": self.integral, "nonneg": self.nonneg, "probe": self.probe, "live": live,
-                             "seqs": self.a["p_seq"][where].astype(np.int64), "times": self.a["p_time"][where],
+                             "seqs": self.a["p_seq"][where], "times": self.a["p_time"][where],
                              "values": self.a["p_val"][where], "cumb": self.a["p_cumb"][where],
                              "qids": np.array(ids, dtype=np.int64)}
         for name in _KEY_ARRAYS:
@@ -271,6 +280,7 @@ class SubstreamNaive(SubstreamOperator):
                 s[name] = self.a[name][: self.nkeys].copy()
         for name, arr in self.q.items():
             s[name] = arr[slots].astype(_QUERY[name])
+        s["q_start"] = self.QS[slots].astype(np.int64)
         return s
 
     @classmethod
@@ -302,7 +312,8 @@ class SubstreamNaive(SubstreamOperator):
         self.integral = bool(s["integral"])
         self.nonneg = bool(s["nonneg"])
         self.probe = bool(s.get("probe", False))
-        self._set_q(np.stack([np.asarray(s[name], np.float64) for name in _QUERY], axis=1).reshape(-1, len(_QUERY)))
+        self._set_q(np.stack([np.asarray(s[name], np.float64) for name in _QUERY], axis=1).reshape(-1, len(_QUERY)),
+                    np.asarray(s["q_start"], np.int64).reshape(-1))
         self.slot = {int(q): i for i, q in enumerate(s["qids"])}
         for q, i in self.slot.items():
             self._map(q, i)
