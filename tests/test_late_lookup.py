@@ -104,3 +104,26 @@ def test_outputs_written_before_asked_at_existed_still_read():
     got = conform_outputs(t)
     assert got.schema == OUTPUT_SCHEMA and got.column("asked_at").to_pylist() == [None]
     assert output_rows(t) == [{"event": "answer", "id": "w", "at": 3, "value": 1}]
+
+
+@pytest.mark.timeout(600)
+def test_sharded_mode_answers_late_lookups_with_asked_at_too(tmp_path):
+    """Sharded mode (run in-process, no Spark: the code Spark runs on executors): a late lookup of
+    a window query (answered by its shard), a substream filter (keys merged over the shards) and a
+    quantile query (merged summaries) carries at = the position and asked_at, as one engine does."""
+    from vigil.pipeline import sinks
+    from vigil.pipeline.driver import RunConfig
+    from vigil.pipeline.sharded import ShardedProcessor
+
+    regs = [json.dumps({"op": "register", "at": 0, "query": {**q, "id": f}}) for f, (q, _) in QUERIES.items()]
+    cfg = RunConfig(stream="", queries="", out=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"),
+                    mode="sharded", shards=2, quiet=True)
+    p = ShardedProcessor(cfg, set(STREAM.column_names), None)
+    p.run_batch(0, regs, STREAM.slice(0, 15))
+    p.run_batch(1, [json.dumps({"op": "lookup", "at": 10, "id": f}) for f in QUERIES], STREAM.slice(15))
+    p.finish()
+    got = sinks.read_events(tmp_path / "out").to_pylist()
+    answers = {r["id"]: r for r in got if r["event"] == "answer"}
+    assert {f: (r["at"], r["asked_at"]) for f, r in answers.items()} == {f: (15, 10) for f in QUERIES}
+    assert answers["windows"]["value"] == 215 and answers["quantiles"]["value"] == 215
+    assert answers["substream"]["keys"] == ["A", "B"]

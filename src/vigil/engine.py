@@ -277,7 +277,7 @@ class Engine:
         if not hasattr(g, "lookup_many"):
             return self._reject_op(at, ident, f"lookup is not defined for {g.family} queries (they push events)")
         if self.partial is not None and self.partial.summaries is not None and hasattr(g, "summary"):
-            self.partial.summaries.append((n, ident, float(json.loads(self.specs[qid])["phi"]), g.summary(qid, n)))
+            self.partial.summaries.append((n, ident, float(json.loads(self.specs[qid])["phi"]), g.summary(qid, n), at if at != n else None))
             self.counts["ops_applied"] += 1
             return None
         (value, keys), = g.lookup_many(np.array([qid], np.int64), n)

@@ -20,8 +20,9 @@ class Partial:
     * ``clock``: time column -> (seqs, times), seqs ascending, of the *whole* stream: a substream
       lookup after element n takes t_now = the time at the last seq <= n (an engine that sees the
       whole stream takes the time of its own last element, which is the same).
-    * ``summaries``: if a list, a quantile lookup appends ``(at, id, phi, summary)`` to it (the
-      operator's mergeable summary, ``QuantileOperator.summary``) instead of emitting its answer;
+    * ``summaries``: if a list, a quantile lookup appends ``(at, id, phi, summary, asked_at)`` to it
+      (the operator's mergeable summary, ``QuantileOperator.summary``; ``asked_at`` as in its
+      answer: the position a late lookup asked for, else None) instead of emitting its answer;
       the caller merges the shards' summaries (``vigil.quantiles.merge_summaries``) and answers.
     """
 

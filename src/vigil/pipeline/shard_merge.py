@@ -33,8 +33,8 @@ def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict) -> 
         if t.num_rows:
             tabs.append(t.append_column("_shard", pa.array(np.full(t.num_rows, shard, np.int64))))
         nth: dict[tuple, int] = {}
-        for at, ident, phi, summary in sums:
-            k = (at, ident)
+        for at, ident, phi, summary, asked in sums:
+            k = (at, ident, asked)
             nth[k] = nth.get(k, -1) + 1
             summ.setdefault((*k, nth[k]), (phi, []))[1].append(summary)
     per_family: dict[str, int] = {}
@@ -79,12 +79,12 @@ def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict) -> 
         if answers.any():  # substream filters: union of the shards' keys, per lookup
             keys: dict[tuple, set] = {}
             nth = {}
-            sub = t.filter(pa.array(answers)).select(["id", "at", "keys", "_shard"]).to_pylist()
+            sub = t.filter(pa.array(answers)).select(["id", "at", "keys", "_shard", "asked_at"]).to_pylist()
             for r in sub:
                 k = (r["_shard"], r["at"], r["id"])
                 nth[k] = nth.get(k, -1) + 1
-                keys.setdefault((r["at"], r["id"], nth[k]), set()).update(r["keys"] or [])
-            extra.extend(_ev("answer", i, a, keys=sorted(ks)) for (a, i, _), ks in keys.items())
+                keys.setdefault((r["at"], r["id"], nth[k], r["asked_at"]), set()).update(r["keys"] or [])
+            extra.extend(_ev("answer", i, a, keys=sorted(ks), asked_at=asked) for (a, i, _, asked), ks in keys.items())
             keep &= ~answers
         pairs = np.flatnonzero(keep & ((ev == "join") | (ev == "affected")))
         if len(pairs):
@@ -112,9 +112,9 @@ def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict) -> 
         kept = t.filter(pa.array(keep)).drop_columns(["_shard"])
     else:
         kept = OUTPUT_SCHEMA.empty_table()
-    for (a, ident, _), (phi, parts) in summ.items():
+    for (a, ident, asked, _), (phi, parts) in summ.items():
         v = answer_from_summary(merge_summaries(parts), phi)
-        extra.append(_ev("answer", ident, a, value=None if math.isnan(v) else v))
+        extra.append(_ev("answer", ident, a, value=None if math.isnan(v) else v, asked_at=asked))
     out = pa.concat_tables([kept.cast(OUTPUT_SCHEMA), pa.Table.from_pylist(extra, schema=OUTPUT_SCHEMA)])
     order = pc.sort_indices(out, sort_keys=[(c, "ascending", "at_start")
                                             for c in ("at", "event", "id", "r", "s", "reason")])

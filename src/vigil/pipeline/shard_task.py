@@ -122,5 +122,5 @@ def shard_task(item: tuple) -> tuple:
 
 def _ev(event: str, ident: str | None, at: int | None, **kw) -> dict:
     return {"event": event, "id": ident, "at": at, "value": kw.get("value"), "keys": kw.get("keys"),
-            "r": None, "s": None, "reason": kw.get("reason")}
+            "r": None, "s": None, "reason": kw.get("reason"), "asked_at": kw.get("asked_at")}
 
