@@ -127,3 +127,21 @@ def test_sharded_mode_answers_late_lookups_with_asked_at_too(tmp_path):
     assert {f: (r["at"], r["asked_at"]) for f, r in answers.items()} == {f: (15, 10) for f in QUERIES}
     assert answers["windows"]["value"] == 215 and answers["quantiles"]["value"] == 215
     assert answers["substream"]["keys"] == ["A", "B"]
+
+
+@pytest.mark.timeout(600)
+def test_driver_mode_writes_asked_at_to_its_parquet_events(tmp_path):
+    """Driver mode's batch path (DriverProcessor.process_batch, in-process: what foreachBatch
+    runs) writes the late answer with at and asked_at into events/batch=K/*.parquet."""
+    from vigil.pipeline import sinks
+    from vigil.pipeline.driver import DriverProcessor, RunConfig
+
+    cfg = RunConfig(stream="", queries="", out=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"), quiet=True)
+    p = DriverProcessor(cfg, set(STREAM.column_names))
+    p.process_batch(0, [json.dumps({"op": "register", "at": 0, "query": LAST})], STREAM.slice(0, 15), [], 0.0, 0.0)
+    p.process_batch(1, [json.dumps({"op": "lookup", "at": 10, "id": "w1"})], STREAM.slice(15), [], 0.0, 0.0)
+    p.finish()
+    (part,) = (tmp_path / "out" / "events" / "batch=1").glob("*.parquet")
+    assert pq.read_schema(part).field("asked_at").type == pa.int64()
+    ans = [r for r in sinks.read_events(tmp_path / "out").to_pylist() if r["event"] == "answer"]
+    assert [(r["at"], r["asked_at"], r["value"]) for r in ans] == [(15, 10, 215.0)]
