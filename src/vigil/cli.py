@@ -57,7 +57,7 @@ def replay(
     stream: Path = typer.Option(..., help="stream file (.parquet, .csv, .jsonl); an empty file is an empty stream"),
     queries: Path = typer.Option(..., help="query operations (.jsonl)"),
     out: Path = typer.Option(..., help="output events (.jsonl or .parquet, by suffix)"),
-    algo: list[str] = typer.Option(None, help="FAMILY=NAME, e.g. threshold=dt (repeatable)"),
+    algo: list[str] = typer.Option(None, help="FAMILY=NAME, e.g. threshold=dt (repeatable; `vigil algos` lists them)"),
     quantile_epsilon: float = typer.Option(0.005, help="precision of the shared quantile summaries"),
     join_output: str = typer.Option("pairs", help="pairs | affected"),
     join_history: str = typer.Option(None, help=JOIN_HISTORY_HELP),

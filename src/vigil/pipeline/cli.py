@@ -37,7 +37,7 @@ def run(
     mode: str = typer.Option("driver", "--mode", help="driver (engine on the driver) or sharded (executors)"),
     shards: int = typer.Option(2, "--shards", help="number of shards in sharded mode"),
     master: str = typer.Option(None, "--master", help="Spark master URL (default local[*] or spark-submit's)"),
-    algo: list[str] = typer.Option(None, "--algo", help="FAMILY=NAME implementation choice (repeatable)"),
+    algo: list[str] = typer.Option(None, "--algo", help="FAMILY=NAME implementation choice (repeatable; `vigil algos` lists them)"),
     option: list[str] = typer.Option(None, "--option", help="KEY=VALUE passed to the Spark source (repeatable)"),
     quantile_epsilon: float = typer.Option(0.005, "--quantile-epsilon"),
     join_output: str = typer.Option("pairs", "--join-output", help="pairs or affected"),
