@@ -121,7 +121,9 @@ def check_quantile_updates(log: Log, got: list[dict], skip: set[str] = frozenset
     at every position from its first element until it ends the latest value is a valid answer
     over the query's window (within max(eps_q, summary eps)*N + 1 of rank max(1, ceil(phi*N)));
     queries without notify get no update. ``"notify": "cluster"`` queries: see
-    :func:`_check_cluster_notify`. Rows of the stream are assumed to have seq = row + 1."""
+    :func:`_check_cluster_notify`. Rows of the stream are assumed to have seq = row + 1; a row
+    whose value is not a number is rejected: not an element (a query's first element is its first
+    applied row), but its position counts (it moves a rows window)."""
     from .quantiles.oracle import rank_error_ok
 
     specs = {op["query"]["id"]: op["query"] for op in log.ops if op.get("op") == "register"}
@@ -138,7 +140,11 @@ def check_quantile_updates(log: Log, got: list[dict], skip: set[str] = frozenset
     for r in got:
         if r["event"] == "update":
             ups.setdefault(r["id"], []).append((r["at"], math.nan if r["value"] is None else r["value"]))
-    follow = _check_cluster_notify(log, got, specs, starts, ends, applied)
+    firsts: dict[str, int | None] = {}  # position of a query's first element (None: none in its life)
+    for qid, q in specs.items():
+        live = np.flatnonzero(_column(log.stream, q["column"])[1][starts[qid]:min(ends.get(qid, n_rows), n_rows)])
+        firsts[qid] = starts[qid] + 1 + int(live[0]) if len(live) else None
+    follow = _check_cluster_notify(log, got, specs, firsts, ends, applied)
     for qid, q in specs.items():
         if qid in applied:
             continue
@@ -149,12 +155,12 @@ def check_quantile_updates(log: Log, got: list[dict], skip: set[str] = frozenset
         if not q.get("notify"):
             assert not u, f"{qid}: updates for a query without notify"
             continue
-        start = starts[qid]
+        start, first = starts[qid], firsts[qid]
         end = min(ends.get(qid, n_rows), n_rows)
-        if start >= end:
+        if first is None:
             assert not u, f"{qid}: updates but no element in its life"
             continue
-        assert u and u[0][0] == start + 1, f"{qid}: first update {u[:1]} is not at its first element {start + 1}"
+        assert u and u[0][0] == first, f"{qid}: first update {u[:1]} is not at its first element {first}"
         ats = [a for a, _ in u]
         assert ats == sorted(set(ats)), f"{qid}: several updates at one position or out of order: {ats}"
         assert all(a <= end for a in ats), f"{qid}: update after its end {end}"
@@ -163,7 +169,7 @@ def check_quantile_updates(log: Log, got: list[dict], skip: set[str] = frozenset
         vals, ok = _column(log.stream, q["column"])
         eps = max(q["epsilon"], log.quantile_epsilon)
         k = 0
-        for n in range(start + 1, end + 1):
+        for n in range(first, end + 1):
             while k + 1 < len(u) and u[k + 1][0] <= n:
                 k += 1
             lo = start + 1
@@ -173,7 +179,7 @@ def check_quantile_updates(log: Log, got: list[dict], skip: set[str] = frozenset
             assert rank_error_ok(window, u[k][1], q["phi"], eps), (qid, n, u[k], sorted(window.tolist()), eps)
 
 
-def _check_cluster_notify(log: Log, got: list[dict], specs: dict, starts: dict, ends: dict,
+def _check_cluster_notify(log: Log, got: list[dict], specs: dict, firsts: dict, ends: dict,
                           applied: set) -> dict[str, list[tuple[int, float]]]:
     """``"notify": "cluster"`` queries (docs/contract.md): ``cluster`` events name a query's cluster
     (the first at its first element, then one per move, each to another cluster, none after its
@@ -202,7 +208,7 @@ def _check_cluster_notify(log: Log, got: list[dict], specs: dict, starts: dict, 
         ats = [a for a, _ in moves]
         assert ats == sorted(set(ats)), f"{qid}: several cluster events at one position or out of order: {ats}"
         end = min(ends.get(qid, log.stream.num_rows), log.stream.num_rows)
-        assert ats[0] == starts[qid] + 1 and ats[-1] <= end, f"{qid}: cluster events {moves} outside its life"
+        assert ats[0] == firsts[qid] and ats[-1] <= end, f"{qid}: cluster events {moves} outside its life"
         for (_, c0), (_, c1) in zip(moves, moves[1:], strict=False):
             assert c0 != c1, f"{qid}: a cluster event repeats cluster {c1}"
         # the value q shows: at each of its moves and each update of its cluster while it is in it

@@ -465,7 +465,9 @@ class Engine:
                     vis = self._owned(g, g._ok_rows(cols, sub), sub) & ok
                 else:
                     continue
-                if vis.any():
+                if g.follows_positions:  # rejected rows move its windows too: it gets every row
+                    g.feed_positions(cols, sub, sseq, vis, seg)
+                elif vis.any():
                     g.feed(cols, sub[vis], sseq[vis], seg)
             s = c
         self._terminate_all(terms[done:])

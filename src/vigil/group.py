@@ -10,6 +10,9 @@ instance per *signature* (``params_of(spec)``: the queries that can share one op
 - ``register(qid, spec, start)`` / ``terminate(qid)`` / ``terminate_many(qids)``;
 - ``feed(cols, rows, seqs, seg)``: push the rows it sees to its operator and add the operator's
   element outputs to the :class:`Segment` (``seg.add(event, qids, at, r=, s=, value=)``);
+  a group with ``follows_positions`` is called ``feed_positions(cols, rows, seqs, vis, seg)``
+  instead, with every row of the run (``vis``: those it sees and that were applied), because a
+  rejected row keeps its position and moves a rows window (quantile notify queries);
 - optionally ``lookup_many(qids, n) -> [(value, keys), ...]`` (queries answered on request; the
   engine passes every lookup of a run at one position in one call), ``summary``
   (sharded quantiles), ``bootstrap(history)`` (``keeps_history`` groups: joins);
@@ -211,6 +214,7 @@ class Group:
     keeps_history = False  # the group persists without queries (joins: the relations are its state)
     ends_inside_segment = False  # its queries may end by themselves inside a segment (maturity)
     independent = True  # no query's outputs depend on the other queries (terminations may be deferred)
+    follows_positions = False  # fed every row of a run, rejected ones too (feed_positions)
     stream_columns: tuple[str, ...] = ()  # columns the stream must have for these queries
 
     @staticmethod

@@ -9,6 +9,12 @@ element on; the cluster number travels in the output's ``r`` column) and ``clust
 (id null: cluster c's value from this element on). Operators with clusters (``serves_clusters``:
 casu, csu, su, naive) report both; the others (oracle, sliding) serve the mode with one cluster
 per query, numbered by the query's qid (unique in a run, as every cluster number is).
+
+Rejected rows keep their position (docs/contract.md): a rows window moves at a rejected row, so a
+notify query's value may stop being valid there, or its window may become empty. The group
+follows every position (``follows_positions``): while it has notify queries over a rows window it
+pushes a rejected row to the operator as a position without element (value NaN), and the
+operator re-evaluates there as at any element, so the events at that position keep the invariant.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from ..specs import QuantileSpec
 class QuantileGroup(Group):
     family = "quantiles"
     independent = False  # queries share clusters and triggers (a termination changes when others update)
+    follows_positions = True  # rejected rows move rows windows (module doc)
 
     @staticmethod
     def params_of(spec: QuantileSpec) -> dict[str, Any]:
@@ -40,6 +47,7 @@ class QuantileGroup(Group):
         self.cluster = params.get("notify") == "cluster"
         self.native = self.cluster and bool(getattr(self.op, "serves_clusters", False))
         self.fresh: set[int] = set()  # per-query clusters: queries whose cluster event is still due
+        self.notify: set[int] = set()  # notify queries (of any mode)
 
     def part_tag(self):
         return "seq"
@@ -52,15 +60,32 @@ class QuantileGroup(Group):
             raise Unsupported("notify quantile queries are not served in sharded mode (shards hold parts of the stream)")
         notify = spec.notify if self.native or not self.cluster else True
         self.op.register(qid, float(spec.phi), float(spec.epsilon), start, notify=notify)
+        if spec.notify:
+            self.notify.add(qid)
         if self.cluster and not self.native:
             self.fresh.add(qid)
 
     def terminate(self, qid):
         self.fresh.discard(qid)
+        self.notify.discard(qid)
         self.op.terminate(qid)
 
+    def feed_positions(self, cols, rows, seqs, vis, seg):
+        """Every row of a run (``vis``: the applied ones): a rows window with notify queries gets
+        the rejected rows as positions without element (NaN), others only the applied rows."""
+        if self.params["rows"] is None or not self.notify or vis.all():
+            if vis.any():
+                self.feed(cols, rows[vis], seqs[vis], seg)
+            return
+        x = np.full(len(rows), np.nan)
+        x[vis] = cols.get(self.params["column"], "num")[0][rows[vis]]
+        self._push(x, seqs, seg)
+
     def feed(self, cols, rows, seqs, seg):
-        qids, offsets, values = self.op.push(cols.get(self.params["column"], "num")[0][rows], seqs)
+        self._push(cols.get(self.params["column"], "num")[0][rows], seqs, seg)
+
+    def _push(self, x, seqs, seg):
+        qids, offsets, values = self.op.push(x, seqs)
         if not self.cluster:
             if len(qids):
                 seg.add("update", qids, seqs[offsets], value=values)
@@ -89,8 +114,11 @@ class QuantileGroup(Group):
         return self.op.summary(qid, n)
 
     def state(self) -> dict[str, Any]:
-        return {**super().state(), "fresh": np.array(sorted(self.fresh), np.int64)}
+        return {**super().state(), "fresh": np.array(sorted(self.fresh), np.int64),
+                "notify": np.array(sorted(self.notify), np.int64)}
 
     def load(self, s: dict[str, Any]) -> None:
         super().load(s)
         self.fresh = set(np.asarray(s.get("fresh", ()), np.int64).tolist())
+        # a snapshot without the notify set: follow every position (harmless without notify)
+        self.notify = set(np.asarray(s["notify"], np.int64).tolist()) if "notify" in s else {-1}

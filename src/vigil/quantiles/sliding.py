@@ -14,12 +14,15 @@ gaps sum to <= eps*M, and a tuple (u, r-, r+) has window rank in [r-, r+ + x]: t
 tuple minimizing the worst distance err0 to the target rank max(1, ceil(phi*(M + x))), found by
 bisection on r- + r+. err0 <= eps*M/2 + B/2 + 1 <= (5/8) eps W + 1 for a full window.
 
-Notify queries (Algorithm 3, synchronous): each element moves the true distance between a held
+Notify queries (Algorithm 3, synchronous): each position moves the true distance between a held
 value's rank and the target by at most 2 (one arrival, one expiry), so a value chosen with error
-err0 stays valid for d <= (e*N_w + 1 - err0) / (2 + e) more elements (e = max(eps_q, eps)); the
+err0 stays valid for d <= (e*N_w + 1 - err0) / (2 + e) more positions (e = max(eps_q, eps)); the
 global trigger is the minimum of these, and when it fires (or a bucket closes, every eps*W/4
 elements, the paper's eps*N/2 cadence halved) every notify query is re-evaluated against the
-current buckets. Updates only when a value changes.
+current buckets. Updates only when a value changes. A pushed value NaN is a position without
+element (a rejected row, docs/contract.md: it keeps its seq): it moves the window (an expiry, no
+arrival) and the triggers are evaluated there as at an element, so an update at that position
+keeps the value valid (null when the window is empty there).
 
 Costs: space O(W/B * (1/eps)) tuples plus the newest bucket (O(1/eps^2) for the full window, as in
 [19]); per element O(1) amortized plus, per evaluation, O(T log T) to merge T bucket tuples and
@@ -107,7 +110,7 @@ class Sliding(QuantileOperator):
         if self.open_v:
             vals = np.asarray(self.open_v, np.float64)
             self.blo.append(self.open_lo)
-            self.bhi.append(self.last_seq)
+            self.bhi.append(self.open_s[-1])
             self.bcnt.append(len(vals))
             self.btup.append(_compress_bucket(vals, self.eps))
             self.open_v = []
@@ -182,6 +185,8 @@ class Sliding(QuantileOperator):
         if not len(x):
             return _EMPTY
         check_increasing(seqs, self.last_seq if self.npushed else None)
+        holes = bool(np.isnan(x).any())
+        elem = np.flatnonzero(~np.isnan(x)) if holes else None
         notify = [q for q, e in self.q.items() if e[3]]
         uq: list[np.ndarray] = []
         uo: list[np.ndarray] = []
@@ -191,15 +196,24 @@ class Sliding(QuantileOperator):
             # elements up to the bucket's end (or the next due trigger, for notify queries)
             if self.open_v and seqs[p] - self.open_lo + 1 > self.B:
                 self._close()
-            if not self.open_v:
-                self.open_lo = int(seqs[p])
+            if not self.open_v:  # a bucket starts at an element (not at a position without one)
+                if holes:
+                    k = int(np.searchsorted(elem, p))
+                    self.open_lo = int(seqs[elem[k]]) if k < len(elem) else int(seqs[-1]) + 1
+                else:
+                    self.open_lo = int(seqs[p])
             end = int(np.searchsorted(seqs, self.open_lo + self.B, "left"))  # first seq past the bucket
             if notify:
                 due = min(self.dead[q] for q in notify)
                 end = min(end, max(p + 1, int(np.searchsorted(seqs, due + 1, "right"))))
             end = max(end, p + 1)
-            self.open_v.extend(x[p:end].tolist())
-            self.open_s.extend(seqs[p:end].tolist())
+            if holes:  # positions without element (rejected rows) move the window only
+                keep = ~np.isnan(x[p:end])
+                self.open_v.extend(x[p:end][keep].tolist())
+                self.open_s.extend(seqs[p:end][keep].tolist())
+            else:
+                self.open_v.extend(x[p:end].tolist())
+                self.open_s.extend(seqs[p:end].tolist())
             if not self.npushed:
                 self.first_seq = int(seqs[0])
             self.last_seq = int(seqs[end - 1])
@@ -208,7 +222,7 @@ class Sliding(QuantileOperator):
             p = end
             if notify:
                 self._expire(n)
-                bucket_full = n - self.open_lo + 1 >= self.B
+                bucket_full = bool(self.open_v) and n - self.open_lo + 1 >= self.B
                 todo = [q for q in notify if self.dead[q] < n or (bucket_full and self.dead[q] < n + self.B)]
                 if todo:
                     q, v = self._evaluate(todo, n)
