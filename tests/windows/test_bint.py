@@ -51,4 +51,8 @@ def test_paper_example_3_1_through_the_kernel():
 def test_capacity_is_twice_n_max_rounded_up():
     op = BInt("max", False)
     op.register(0, parse_query({"type": "window_aggregate", "id": "x", "agg": "max", "column": "v", "rows": [1000, 0]}), 0)
-    assert op.cap == 2048 and op.lv.nbytes == 2 * 2048 * 8
+    assert op.cap == 16  # nothing held yet: capacity follows the elements, not the window's length
+    op.push(np.ones(500), np.arange(1, 501))
+    assert op.cap == 1024  # grows by doubling with the elements held (2 * 501 rounded up)
+    op.push(np.ones(5000), np.arange(501, 5501))
+    assert op.cap == 2048 and op.lv.nbytes == 2 * 2048 * 8  # capped by the window: 2 * (N_max + 1)

@@ -14,10 +14,12 @@ WindowOperator protocol (one instance per (column, agg, window kind, time column
     op.state() / Impl.from_state(state)
 
 Rows window [NL, NR] after element n: the elements with seq in [n-NL+1, n-NR] and seq > start
-(rejected rows leave gaps in seq and are simply absent). Time window [TL, TR]: elements with time in
+(rejected rows leave gaps in seq and are simply absent); NL <= 2^53 (longer: ``Unsupported``), and
+memory follows the elements held, not NL. Time window [TL, TR]: elements with time in
 (t_now-TL, t_now-TR], t_now = time of the last pushed element with seq <= n (no element yet ->
-empty window). Empty window -> NaN, except COUNT -> 0. QUANTILE(phi) = the element of 1-based rank
-max(1, ceil(phi*N)) in sorted order.
+empty window; no wall clock: an idle stream's window does not slide). Empty window -> NaN, except
+COUNT -> 0. QUANTILE(phi) = the element of 1-based rank max(1, ceil(phi*N)) in sorted order
+(``vigil.arrays.quantile_rank``, docs/contract.md "Window aggregates").
 
 Lookups are for n >= the last pushed seq (the engine's order: an operation at n applies after
 element n); implementations that keep only what windows can reach (all but the oracle) assume it.

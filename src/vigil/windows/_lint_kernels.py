@@ -4,9 +4,10 @@ Part g (window widths in [w, cw-1], w = W_min = c^k, W_max = cw-1, so W_max/W_mi
 integer, 2 by default) has landmarks at the local positions alpha*w (alpha >= 1) and keeps
 * ``suf``: for every position x, f(x .. L-1), L the first landmark after x ("ending just before a
   landmark"), computed by one backward pass when the block [L-w, L-1] completes (amortized O(1));
-* ``pre``: for every retained landmark L and 0 <= d < cw, f(L .. L+d) ("beginning at a landmark"),
-  a ring of nl rows of cw slots; an arriving element extends the <= c rows of the landmarks in
-  (p-cw, p] (O(c)).
+* ``pre``: for every retained landmark L and 0 <= d < rw = min(cw, cap), f(L .. L+d) ("beginning
+  at a landmark"), a ring of nl rows of rw slots; an arriving element extends the <= c rows of the
+  landmarks in (p-rw, p] (O(c)). A lookup reads d = b - L < cw (the window is narrower than cw)
+  and < cap/2 (it lies in the last cap/2 positions), so rw slots suffice.
 A lookup (a, b) of width in [w, cw-1] contains a landmark L (the first one >= a) and is
 suf[a] (+) pre[L][b-L]: two reads (Theorem 3.3). A window cut shorter than w (by the stream start,
 a registration or rejected rows) may contain no landmark: it is scanned (< w elements).
@@ -41,12 +42,13 @@ def _ident(code):
 
 
 @numba.njit(cache=True, nogil=True)
-def lint_push(code, c, pw, pnl, poff, ngroups, sufv, sufc, prev, prec, ring, mask, pos0, vals):
+def lint_push(code, c, pw, pnl, prw, poff, ngroups, sufv, sufc, prev, prec, ring, mask, pos0, vals):
     cap = mask + 1
     idn = _ident(code)
     for g in range(ngroups):
         w = pw[g]
         nl = pnl[g]
+        rw = prw[g]
         off = poff[g]
         so = g * cap
         for j in range(len(vals)):
@@ -57,12 +59,12 @@ def lint_push(code, c, pw, pnl, poff, ngroups, sufv, sufc, prev, prec, ring, mas
                 v = idn
                 cnt = 0.0
             ahi = p // w
-            alo = (p - c * w + w) // w  # ceil((p - cw + 1) / w)
+            alo = (p - rw + w) // w  # ceil((p - rw + 1) / w): the landmarks whose rows p extends
             if alo < 1:
                 alo = 1
             for al in range(alo, ahi + 1):
                 d = p - al * w
-                row = off + (al & (nl - 1)) * c * w
+                row = off + (al & (nl - 1)) * rw
                 if d == 0:
                     prev[row] = v
                     prec[row] = cnt
@@ -87,7 +89,7 @@ def lint_push(code, c, pw, pnl, poff, ngroups, sufv, sufc, prev, prec, ring, mas
 
 
 @numba.njit(cache=True, nogil=True)
-def lint_lookup(qids, n, q_part, code, c, pw, pnl, poff, sufv, sufc, prev, prec, q_left, q_right, q_start, seqs,
+def lint_lookup(qids, n, q_part, code, c, pw, pnl, prw, poff, sufv, sufc, prev, prec, q_left, q_right, q_start, seqs,
                 times, vals, mask, V, m, last_seq, out):
     cap = mask + 1
     idn = _ident(code)
@@ -109,7 +111,7 @@ def lint_lookup(qids, n, q_part, code, c, pw, pnl, poff, sufv, sufc, prev, prec,
                     rv = _comb(rv, y, code)
                     rc += 1.0
         else:
-            row = poff[g] + ((L // w) & (pnl[g] - 1)) * c * w + (b - L)
+            row = poff[g] + ((L // w) & (pnl[g] - 1)) * prw[g] + (b - L)
             rv = prev[row]
             rc = prec[row]
             if a < L:

@@ -8,12 +8,17 @@ A subclass sets ``name``, ``aggs`` (the aggregates it serves), ``time_ok`` / ``h
 values at positions pos0+1.. into its structure, one numba call) and ``_lookup_into(qids, n,
 t_now, out)`` (one numba call answering every qid).
 
-Capacity: rows windows need the last ``reach = max NL`` elements at most (seqs may have gaps);
-time windows need the elements with time > t_last - max TL, a count only the data tells, so a
-time operator pushes in chunks and doubles its capacity when the chunk would overwrite a needed
-element. Capacity shrinks (a rebuild from the raw values) when it exceeds 8x what is needed, so
-memory stays flat over a stream of any length. A rebuild re-pushes the retained raw values at
-their positions (``floor`` = the first rebuilt position): O(N_max) structure work.
+Capacity follows the elements the alive windows actually hold, never a window's declared length:
+rows windows need the last ``reach = max NL`` elements at most (seqs may have gaps), and only those
+pushed since the earliest alive query's registration (``p0min``), so ``rows [1e6, 0]`` on an empty
+stream holds a few KiB and grows by doubling with the stream up to its length; time windows need
+the elements with time > t_last - max TL, a count only the data tells, so a time operator pushes in
+chunks and doubles its capacity when the chunk would overwrite a needed element. Capacity shrinks
+(a rebuild from the raw values) when it exceeds 8x what is needed, so memory stays flat over a
+stream of any length. A rebuild re-pushes the retained raw values at their positions (``floor`` =
+the first rebuilt position): O(N_max) structure work, amortized O(1) per element while growing.
+A rows window longer than :data:`MAX_ROWS` = 2^53 (the contract's bound on every number) is rejected
+at registration (``Unsupported``, with the reason).
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..arrays import decimal_value
+from ..arrays import rank_fraction
 from ..errors import Unsupported
 from . import WindowOperator
 from ._window_kernels import AGG_CODE, first_dead, ring_write, seqs_increasing, time_need
 
 MIN_CAP = 16
+MAX_ROWS = 2**53  # rows windows [NL, NR] with NL <= MAX_ROWS (exact in float64; n - NL in int64)
 
 
 def _pow2(x: int) -> int:
@@ -48,6 +54,7 @@ class RingOperator(WindowOperator):
     aggs: ClassVar[tuple[str, ...]] = ()
     time_ok: ClassVar[str | None] = None  # None = serves time windows, else the reason it cannot
     historical_ok: ClassVar[str | None] = None  # None = serves windows with NR/TR > 0, else why not
+    headroom: ClassVar[int] = 2  # capacity >= headroom * (elements needed + 1)
 
     def __init__(self, agg: str, time_based: bool) -> None:
         if agg not in AGG_CODE:
@@ -61,8 +68,10 @@ class RingOperator(WindowOperator):
         self.q_phi = np.zeros(0, np.float64)
         self.q_num = np.zeros(0, np.int64)
         self.q_den = np.zeros(0, np.int64)
+        self.q_p0 = np.zeros(0, np.int64)  # local position of the last element before the query's
         self.n_alive = 0
         self.reach = 0.0  # max left bound (NL or TL) over alive queries
+        self.p0min = 0  # min q_p0 over alive queries: rows windows need no element at or before it
         self._dirty = False
         self.m = 0  # elements pushed (local positions 1..m)
         self.floor = 1  # first position whose structure entries are valid
@@ -74,6 +83,7 @@ class RingOperator(WindowOperator):
     def _set_cap(self, cap: int) -> None:
         self.cap = int(cap)
         self.mask = self.cap - 1
+        self._room = self.cap // self.headroom - 1  # rows: the most elements held without growing
         self.seqs = np.zeros(self.cap, np.int64)
         self.times = np.zeros(self.cap if self.time_based else 1, np.float64)
         self.vals = np.zeros(self.cap, np.float64)
@@ -109,25 +119,29 @@ class RingOperator(WindowOperator):
                    self.time_based)
         self._push_struct(v, pos0)
 
-    def _need(self) -> int:
-        """Valid elements the alive queries' windows can still reach."""
+    def _need(self, extra: int = 0) -> int:
+        """Valid elements the alive queries' windows can still reach (rows windows: after ``extra``
+        more elements): at most the reach, and only elements pushed since the earliest alive query
+        registered."""
         if self.n_alive == 0:
             return 0
         if not self.time_based:
-            return int(self.reach)
+            return max(0, min(int(self.reach), self.m + extra - self.p0min))
         return int(time_need(self.times, self.mask, self.V, self.m, self.t_last - self.reach))
 
     def _refresh_reach(self) -> None:
         if self._dirty:
             alive = self.q_alive
             self.reach = float(self.q_left[alive].max()) if alive.any() else 0.0
+            self.p0min = int(self.q_p0[alive].min()) if alive.any() else self.m
             self._dirty = False
 
-    def _fit(self) -> None:
-        """Grow for the rows reach; shrink when the capacity is 8x larger than needed."""
+    def _fit(self, extra: int = 0) -> None:
+        """Grow (by doubling at least) for what the rows windows hold after ``extra`` more elements;
+        shrink when the capacity is 8x larger than needed."""
         self._refresh_reach()
         need = self._need()
-        want = _pow2(2 * (need + 1))
+        want = _pow2(self.headroom * (self._need(extra) + 1))
         if want > self.cap or (self.cap > MIN_CAP and self.cap >= 8 * want):
             self._rebuild(max(want, MIN_CAP), need)
 
@@ -145,6 +159,9 @@ class RingOperator(WindowOperator):
         left, right = spec.time if self.time_based else spec.rows
         if right > 0 and self.historical_ok is not None:
             raise Unsupported(self.historical_ok)
+        if not self.time_based and left > MAX_ROWS:
+            raise Unsupported(f"rows window [{left}, {right}] is longer than 2^53 = {MAX_ROWS:,} elements, the "
+                              "longest window vigil serves (the bound on every number of the contract)")
         self._check_query(spec)
         if qid < len(self.q_alive) and self.q_alive[qid]:
             raise ValueError(f"qid {qid} is already registered")
@@ -156,19 +173,27 @@ class RingOperator(WindowOperator):
         self.q_phi = _grow(self.q_phi, n, 0.0)
         self.q_num = _grow(self.q_num, n, 0)
         self.q_den = _grow(self.q_den, n, 0)
+        self.q_p0 = _grow(self.q_p0, n, 0)
         self.q_left[qid], self.q_right[qid], self.q_start[qid] = float(left), float(right), int(start)
         if spec.phi is not None:
             self.q_phi[qid] = float(spec.phi)
-            f = decimal_value(spec.phi)
-            ok = f.denominator <= 2**31
-            self.q_num[qid], self.q_den[qid] = (f.numerator, f.denominator) if ok else (0, 0)
+            self.q_num[qid], self.q_den[qid] = rank_fraction(spec.phi)
+        self._refresh_reach()
+        self.q_p0[qid] = p0 = self._position_of(int(start))
+        self.p0min = p0 if self.n_alive == 0 else min(self.p0min, p0)
         self.q_alive[qid] = True
         self.n_alive += 1
-        self._refresh_reach()
         self.reach = max(self.reach, float(left))
         self._registered(qid)
         if not self.time_based:
             self._fit()
+
+    def _position_of(self, seq: int) -> int:
+        """Local position of the last retained element with seq <= ``seq`` (V - 1 if none)."""
+        if self.m == 0 or seq >= self.last_seq:
+            return self.m
+        V, s, _, _ = self._retained()
+        return V - 1 + int(np.searchsorted(s, seq, side="right"))
 
     def _check_query(self, spec: Any) -> None:
         """Hook: raise Unsupported for a query this algorithm cannot serve."""
@@ -181,7 +206,7 @@ class RingOperator(WindowOperator):
         if qid < len(self.q_alive) and self.q_alive[qid]:
             self.q_alive[qid] = False
             self.n_alive -= 1
-            if self.q_left[qid] >= self.reach:
+            if self.q_left[qid] >= self.reach or self.q_p0[qid] <= self.p0min:
                 self._dirty = True
             self._terminated(qid)
 
@@ -206,9 +231,11 @@ class RingOperator(WindowOperator):
             t = np.ascontiguousarray(times, dtype=np.float64)
         else:
             t = self.times
-        if self.time_based or self._dirty:
-            self._fit()
         k, i = len(v), 0
+        if self.time_based:
+            self._fit()
+        elif self._dirty or (self.m + k - self.p0min > self._room and self.reach > self._room):
+            self._fit(k)  # rows: grow for what the windows hold once these are in (or shrink)
         while i < k:
             if self.time_based:
                 room = self.cap // 2 - self._need()
@@ -276,6 +303,7 @@ class RingOperator(WindowOperator):
         ids = np.asarray(st["qids"], np.int64)
         n = int(ids.max()) + 1 if len(ids) else 0
         op.q_left = np.zeros(n); op.q_right = np.zeros(n); op.q_start = np.zeros(n, np.int64)  # noqa: E702
+        op.q_p0 = np.zeros(n, np.int64)
         op.q_alive = np.zeros(n, np.bool_); op.q_phi = np.zeros(n)  # noqa: E702
         op.q_num = np.zeros(n, np.int64); op.q_den = np.zeros(n, np.int64)  # noqa: E702
         op.q_left[ids] = st["left"]; op.q_right[ids] = st["right"]; op.q_start[ids] = st["start"]  # noqa: E702
@@ -288,12 +316,15 @@ class RingOperator(WindowOperator):
         op.m = int(st["first"]) - 1
         op.last_seq = int(st["last_seq"])
         op.t_last = float(st["t_last"])
-        op._set_cap(_pow2(2 * (max(k, op._need() if not op.time_based else 0) + 1)))
+        op._set_cap(_pow2(op.headroom * (k + 1)))
         op.floor = op.m + 1
         if k:
             op._write(np.asarray(st["seqs"], np.int64), np.asarray(st["times"], np.float64), vals, op.m)
             op.m += k
         op.m = int(st["m"])
+        for qid in ids:  # what each query's window can hold: the retained elements after its start
+            op.q_p0[qid] = op._position_of(int(op.q_start[qid]))
+        op.p0min = int(op.q_p0[ids].min()) if len(ids) else op.m
         op._restored(st)
         return op
 

@@ -114,17 +114,31 @@ def time_need(times, mask, V, m, t_cut):
 
 @numba.njit(cache=True, nogil=True)
 def quantile_rank(phi, num, den, cnt):
-    """max(1, ceil(phi*cnt)) with phi = num/den exact (den > 0 and num*cnt < 2^63), else in float."""
+    """The contract's rank max(1, ceil(phi*cnt)) (``vigil.arrays.quantile_rank``, phi read as a decimal),
+    given (num, den) = ``vigil.arrays.rank_fraction(phi)``: exact for every cnt <= 2^47 (tests compare
+    it with the helper); beyond, or without a fraction (den <= 0), ceil(phi*cnt) in float64."""
     if cnt <= 0:
         return 0
     if cnt == 1:
         return 1  # phi in (0, 1]
-    # exact when num*cnt < 2^63: num <= den <= 2^31 and cnt < 2^32 needs no division to check
-    if den > 0 and ((num <= 2147483648 and cnt < 4294967296) or num <= 9223372036854775807 // cnt):
+    if den > 0 and num <= 2147483648 and cnt < 4294967296:  # num*cnt < 2^63: one exact division
         p = num * cnt
         r = p // den
         if r * den < p:
             r += 1
+    elif den > 0 and cnt <= 140737488355328:  # cnt <= 2^47, den < 2^61
+        # q ~ floor(num*cnt/den) from the float product (off by at most 1 for cnt <= 2^47); the
+        # remainder num*cnt - q*den lies in (-2 den, 3 den), inside int64, so computing it modulo
+        # 2^64 (unsigned, wrapping) gives it exactly; then fix q until 0 <= rem < den
+        q = np.int64(np.floor(phi * cnt))
+        rem = np.int64(np.uint64(num) * np.uint64(cnt) - np.uint64(q) * np.uint64(den))
+        while rem < 0:
+            q -= 1
+            rem += den
+        while rem >= den:
+            q += 1
+            rem -= den
+        r = q + 1 if rem > 0 else q
     else:
         r = np.int64(np.ceil(phi * cnt))
     if r < 1:

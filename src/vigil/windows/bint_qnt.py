@@ -12,8 +12,14 @@ a power of two, x2 headroom), LOOKUP O(p log q log W) comparisons with p <= 2 lo
 length q <= W (the paper states O(p log p log q) for its greedy algorithm, i.e. O(log^2 W log log W);
 ours pays a log W for a simpler pivot rule: weighted median of the pieces' middles).
 
-The rank uses phi as the decimal it is written as (vigil.arrays.quantile_rank) when phi has at
-most 9-10 decimal digits and phi's numerator times N fits in 63 bits, else ceil(phi*N) in float.
+Rank: the paper selects the element of rank floor(phi*N) (§3.3); vigil selects rank
+max(1, ceil(phi*N)), the one quantile definition of the project (docs/contract.md, "Window
+aggregates"; ``vigil.arrays.quantile_rank``), which every windows implementation, the quantiles
+family and the oracles share. The two differ whenever phi*N is not an integer (and at small phi*N,
+where floor gives rank 0, which is no element): ceil is the SQL PERCENTILE_DISC / nearest-rank
+definition, always names an element for phi in (0, 1], and gives the maximum at phi = 1. phi is
+read as the decimal it is written as; the kernels compute the rank exactly in 64-bit integers from
+``vigil.arrays.rank_fraction(phi)`` for windows of up to 2^47 elements.
 Serves QUANTILE only, rows and time windows, suffix and historical.
 """
 

@@ -6,7 +6,8 @@ Queries are partitioned by window width W = NL - NR into the classes [c^k, c^(k+
 query registers, so gamma <= log_c N_max + 1, and fewer when widths cluster (:attr:`LInt.gamma`).
 Each part is the special-case algorithm of Fig. 5 with W_min = c^k, W_max = c^(k+1)-1 (so
 W_max/W_min < c): landmarks every W_min positions, the aggregates of the intervals that end just
-before a landmark (one per position) and of those that begin at a landmark (c*W_min per landmark);
+before a landmark (one per position) and of those that begin at a landmark (min(c*W_min, capacity) per
+landmark);
 every window of the part is the union of at most two of them (Theorem 3.3). A larger c means fewer
 parts (less update work) but c*N_max slots per part. Kernels in ``_lint_kernels``.
 
@@ -47,7 +48,11 @@ class LInt(RingOperator):
     def _layout(self, cap: int) -> None:
         self.pw = np.array(self.part_w, np.int64)
         self.pnl = np.array([_pow2(cap // w + self.c + 2) for w in self.part_w], np.int64)
-        sizes = self.pnl * self.c * self.pw
+        # a landmark's row: f(L .. L+d) for d < min(cw, cap): a window read lies in the last cap/2
+        # positions, so d = b - L < cap/2 as well as < cw (a part wider than the elements held
+        # needs no cw-slot rows: memory follows the capacity, not the declared width)
+        self.prw = np.minimum(self.c * self.pw, cap)
+        sizes = self.pnl * self.prw
         self.poff = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else np.zeros(0, np.int64)
         g = len(self.part_w)
         total = int(sizes.sum()) if len(sizes) else 0
@@ -86,7 +91,7 @@ class LInt(RingOperator):
             if g:
                 self.sufv[: g * self.cap] = sv[: g * self.cap]
                 self.sufc[: g * self.cap] = sc[: g * self.cap]
-                end = int(poff[-1] + pnl[-1] * self.c * pw[-1])
+                end = int(poff[-1] + pnl[-1] * min(self.c * pw[-1], self.cap))
                 self.prev[:end] = pv[:end]
                 self.prec[:end] = pc[:end]
         self._pending_part = self.part_w.index(w)
@@ -99,11 +104,11 @@ class LInt(RingOperator):
 
     def _push_struct(self, vals: np.ndarray, pos0: int) -> None:
         if self.part_w:
-            lint_push(self.code, self.c, self.pw, self.pnl, self.poff, len(self.part_w), self.sufv, self.sufc, self.prev,
+            lint_push(self.code, self.c, self.pw, self.pnl, self.prw, self.poff, len(self.part_w), self.sufv, self.sufc, self.prev,
                       self.prec, self.vals, self.mask, pos0, vals)
 
     def _lookup_into(self, qids, n, t_now, out) -> None:
-        lint_lookup(qids, n, self.q_part, self.code, self.c, self.pw, self.pnl, self.poff, self.sufv, self.sufc, self.prev,
+        lint_lookup(qids, n, self.q_part, self.code, self.c, self.pw, self.pnl, self.prw, self.poff, self.sufv, self.sufc, self.prev,
                     self.prec, self.q_left, self.q_right, self.q_start, self.seqs, self.times, self.vals, self.mask,
                     self.V, self.m, self.last_seq, out)
 

@@ -10,7 +10,11 @@
   aggregates its window from scratch: O(1) UPDATE, O(W) LOOKUP (O(W log W) for QUANTILE),
   O(N_max) space. Serves every aggregate.
 
-Both serve rows and time windows, suffix and historical. SUM adds in float64 (exact on integers).
+Both serve rows and time windows, suffix and historical. materialize_all keeps each query's running
+SUM as a double-double (hi, lo) pair, as R-INT does, so adding and subtracting a huge value does not
+swallow the small ones beside it: exact on integers while the sums stay below 2^106 ([2^53, 1, 1]
+with rows [2, 0] is 2, not 0); the sum restarts from exactly 0 whenever the window empties.
+materialize_none adds the window's values in float64 (exact on integers below 2^53).
 """
 
 from __future__ import annotations
@@ -18,12 +22,25 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._window_base import RingOperator, _grow, _pow2
+from ._window_base import RingOperator, _grow
 from ._window_kernels import quantile_rank, window_bounds
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dd_add(qs, ql, q, v):
+    """(qs[q], ql[q]) += v in double-double (TwoSum, then FastTwoSum renormalization; as R-INT)."""
+    hi = qs[q]
+    s = hi + v
+    bb = s - hi
+    e = (hi - (s - bb)) + (v - bb)
+    lo = ql[q] + e
+    hi = s + lo
+    ql[q] = lo - (hi - s)
+    qs[q] = hi
+
+
 @numba.njit(cache=True, nogil=True)
-def _slide(ids, qa, qb, qs, qc, n, t_now, time_based, q_left, q_right, q_start, seqs, times, vals, mask, V, m,
+def _slide(ids, qa, qb, qs, ql, qc, n, t_now, time_based, q_left, q_right, q_start, seqs, times, vals, mask, V, m,
            last_seq):
     for u in range(len(ids)):
         q = ids[u]
@@ -34,33 +51,36 @@ def _slide(ids, qa, qb, qs, qc, n, t_now, time_based, q_left, q_right, q_start, 
             qb[q] += 1
             v = vals[qb[q] & mask]
             if v == v:
-                qs[q] += v
+                _dd_add(qs, ql, q, v)
                 qc[q] += 1
         while qa[q] < a:
             v = vals[qa[q] & mask]
             if v == v:
-                qs[q] -= v
+                _dd_add(qs, ql, q, -v)
                 qc[q] -= 1
+                if qc[q] == 0:  # an empty window: exactly 0 again, whatever the rounding was
+                    qs[q] = 0.0
+                    ql[q] = 0.0
             qa[q] += 1
 
 
 @numba.njit(cache=True, nogil=True)
-def mat_all_push(p0, p1, ids, qa, qb, qs, qc, time_based, q_left, q_right, q_start, seqs, times, vals, mask, V0):
+def mat_all_push(p0, p1, ids, qa, qb, qs, ql, qc, time_based, q_left, q_right, q_start, seqs, times, vals, mask, V0):
     """Positions p0..p1 arrived: after each one, slide every alive query's window."""
     for p in range(p0, p1 + 1):
         V = max(V0, p - (mask + 1) // 2 + 1)
         t = times[p & mask] if time_based else np.nan
         s = seqs[p & mask]
-        _slide(ids, qa, qb, qs, qc, s, t, time_based, q_left, q_right, q_start, seqs, times, vals, mask, V, p, s)
+        _slide(ids, qa, qb, qs, ql, qc, s, t, time_based, q_left, q_right, q_start, seqs, times, vals, mask, V, p, s)
 
 
 @numba.njit(cache=True, nogil=True)
-def mat_all_lookup(qids, n, t_now, time_based, code, ids_one, qa, qb, qs, qc, q_left, q_right, q_start, seqs, times,
+def mat_all_lookup(qids, n, t_now, time_based, code, ids_one, qa, qb, qs, ql, qc, q_left, q_right, q_start, seqs, times,
                    vals, mask, V, m, last_seq, out):
     for k in range(len(qids)):
         q = qids[k]
         ids_one[0] = q  # a lookup after rejected rows may slide the window a little further
-        _slide(ids_one, qa, qb, qs, qc, n, t_now, time_based, q_left, q_right, q_start, seqs, times, vals, mask, V, m,
+        _slide(ids_one, qa, qb, qs, ql, qc, n, t_now, time_based, q_left, q_right, q_start, seqs, times, vals, mask, V, m,
                last_seq)
         c = qc[q]
         if code == 1:
@@ -68,7 +88,8 @@ def mat_all_lookup(qids, n, t_now, time_based, code, ids_one, qa, qb, qs, qc, q_
         elif c == 0:
             out[k] = np.nan
         else:
-            out[k] = qs[q] / c if code == 2 else qs[q]
+            tot = qs[q] + ql[q]
+            out[k] = tot / c if code == 2 else tot
 
 
 @numba.njit(cache=True, nogil=True)
@@ -136,7 +157,8 @@ class MaterializeAll(RingOperator):
     def __init__(self, agg: str, time_based: bool) -> None:
         self.qa = np.zeros(0, np.int64)
         self.qb = np.zeros(0, np.int64)
-        self.qs = np.zeros(0, np.float64)
+        self.qs = np.zeros(0, np.float64)  # running SUM (hi) and its low part (lo) per query
+        self.ql = np.zeros(0, np.float64)
         self.qc = np.zeros(0, np.int64)
         self._ids: np.ndarray | None = None
         super().__init__(agg, time_based)
@@ -147,21 +169,17 @@ class MaterializeAll(RingOperator):
     def _push_struct(self, vals: np.ndarray, pos0: int) -> None:
         pass
 
-    def _fit(self) -> None:  # 4x headroom: a push chunk of cap/4 never overwrites what a window reads
-        self._refresh_reach()
-        need = self._need()
-        want = _pow2(4 * (need + 1))
-        if want > self.cap or (self.cap > 16 and self.cap >= 8 * want):
-            self._rebuild(max(want, 16), need)
+    headroom = 4  # rows: a push chunk of cap/4 never overwrites what a window still reads
 
     def push(self, values, seqs, times=None) -> None:
         if self.time_based:
             return super().push(values, seqs, times)
-        k = len(values)
-        self._fit()
-        step = max(1, self.cap // 4)
-        for i in range(0, k, step):
-            super().push(values[i:i + step], seqs[i:i + step], None)
+        k, i = len(values), 0
+        while i < k:
+            self._fit(k - i)  # capacity for what the windows hold after the rest of the batch
+            j = min(k, i + max(1, self.cap // 4))
+            super().push(values[i:j], seqs[i:j], None)
+            i = j
 
     def _alive_ids(self) -> np.ndarray:
         if self._ids is None:
@@ -173,8 +191,9 @@ class MaterializeAll(RingOperator):
         self.qa = _grow(self.qa, n, 0)
         self.qb = _grow(self.qb, n, 0)
         self.qs = _grow(self.qs, n, 0.0)
+        self.ql = _grow(self.ql, n, 0.0)
         self.qc = _grow(self.qc, n, 0)
-        self.qa[qid], self.qb[qid], self.qs[qid], self.qc[qid] = self.m + 1, self.m, 0.0, 0
+        self.qa[qid], self.qb[qid], self.qs[qid], self.ql[qid], self.qc[qid] = self.m + 1, self.m, 0.0, 0.0, 0
         self._ids = None
 
     def _terminated(self, qid: int) -> None:
@@ -189,10 +208,10 @@ class MaterializeAll(RingOperator):
     def _pushed(self, i: int, j: int) -> None:
         p1 = self.m
         p0 = p1 - (j - i) + 1
-        mat_all_push(p0, p1, self._alive_ids(), self.qa, self.qb, self.qs, self.qc, self.time_based, self.q_left,
+        mat_all_push(p0, p1, self._alive_ids(), self.qa, self.qb, self.qs, self.ql, self.qc, self.time_based, self.q_left,
                      self.q_right, self.q_start, self.seqs, self.times, self.vals, self.mask, self.floor)
 
     def _lookup_into(self, qids, n, t_now, out) -> None:
         mat_all_lookup(qids, n, t_now, self.time_based, self.code, np.zeros(1, np.int64), self.qa, self.qb, self.qs,
-                       self.qc, self.q_left, self.q_right, self.q_start, self.seqs, self.times, self.vals, self.mask,
+                       self.ql, self.qc, self.q_left, self.q_right, self.q_start, self.seqs, self.times, self.vals, self.mask,
                        self.V, self.m, self.last_seq, out)

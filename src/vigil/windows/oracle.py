@@ -22,8 +22,9 @@ Semantics (DESIGN.md, ``vigil.windows`` docstring), made precise here:
 * QUANTILE(phi) = the element of 1-based rank ``max(1, ceil(phi*N))`` in ascending order, where
   phi is read as the *decimal number it is written as* (its shortest repr), not as its binary
   double: for phi = 0.07 and N = 100 the rank is 7 (as SQL's DECIMAL 0.07 * 100 = 7), whereas the
-  float product 0.07*100 = 7.000000000000001 would give 8. :func:`quantile_rank` is the one
-  function every implementation should use for this rank.
+  float product 0.07*100 = 7.000000000000001 would give 8. :func:`quantile_rank`
+  (``vigil.arrays``) is the one function for this rank (the contract's, docs/contract.md); compiled
+  kernels use its twin ``_window_kernels.quantile_rank``, exact with ``arrays.rank_fraction``.
 
 Substream filters: the keys with >= 1 element (null value or not) in (t_now-T, t_now] whose
 COUNT(non-null values) or SUM(non-null values) over that window lies in the open range (v1, v2)
@@ -136,7 +137,8 @@ class WindowOracle(WindowOperator):
             times = self._times.view
             mask = (seqs <= n) & (times > t_now - left) & (times <= t_now - right)
         else:
-            mask = (seqs >= n - left + 1) & (seqs <= n - right)
+            # seqs are >= 1: bounds below 1 are clamped (a window longer than int64 is not an overflow)
+            mask = (seqs >= max(n - left + 1, 0)) & (seqs <= max(n - right, 0))
         return self._values.view[mask & (seqs > self._start[int(qid)])]
 
     def lookup(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> np.ndarray:
