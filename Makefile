@@ -5,7 +5,6 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 
 .PHONY: demo test explore lint install clean
@@ -30,4 +29,4 @@ demo: $(STAMP)
 	$(BIN)/vigil demo
 
 clean:
-	rm -rf $(VENV) .numba_cache .pytest_cache build src/*.egg-info
+	rm -rf $(VENV) .pytest_cache build src/*.egg-info

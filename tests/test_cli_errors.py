@@ -5,7 +5,6 @@ starting Spark, or processing a single element, fail loudly). No traceback unles
 from __future__ import annotations
 
 import json
-import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,8 +14,6 @@ from typer.testing import CliRunner
 from vigil import registry
 from vigil.cli import app
 from vigil.events import read_outputs
-
-os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".numba_cache"))
 
 OPS = [{"op": "register", "at": 0, "query": {"id": "w", "type": "window_aggregate", "agg": "sum",
                                             "column": "price", "rows": [2, 0]}},

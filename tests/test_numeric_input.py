@@ -8,7 +8,6 @@ band / select / window joins, quantiles)."""
 from __future__ import annotations
 
 import json
-import os
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
@@ -18,8 +17,6 @@ from typer.testing import CliRunner
 
 from vigil.cli import app
 from vigil.events import MAX_ABS, numeric_column, read_outputs, seq_column, weight_column
-
-os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".numba_cache"))
 
 BIG = 2**60  # the issue's example: 1152921504606846976
 N = 120

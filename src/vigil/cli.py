@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "vigil-numba"))
+import typer
+from rich.console import Console
+from rich.table import Table
 
-import typer  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from . import cliutil as cu  # noqa: E402
-from .cliutil import JOIN_HISTORY_HELP, UserError, parse_algos  # noqa: E402,F401  (re-exported: vigil.cli.parse_algos)
+from . import cliutil as cu
+from .cliutil import JOIN_HISTORY_HELP, UserError, parse_algos  # noqa: F401  (re-exported: vigil.cli.parse_algos)
 
 app = typer.Typer(help="vigil: millions of standing queries over data streams.", no_args_is_help=True,
                   cls=cu.VigilGroup)
@@ -65,7 +62,7 @@ def replay(
     quiet: bool = typer.Option(False, help="no progress bar and no summary"),
 ) -> None:
     """Run an event log end to end: stream + query operations in, output events out."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
     from .engine import Engine
     from .events import ERROR_COLUMN, write_outputs
@@ -88,7 +85,9 @@ def replay(
 
     parts = []
     eng.add_operations(ops, lines)
-    with Progress(
+    from .jit import compile_progress
+
+    with compile_progress(
         TextColumn("replay"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} elements"),
         TimeElapsedColumn(), console=console, disable=quiet,
     ) as prog:

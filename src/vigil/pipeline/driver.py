@@ -306,7 +306,19 @@ def stream_columns(schema) -> set[str] | None:
 
 def run(cfg: RunConfig, spark=None) -> dict[str, Any]:
     """Run the streaming job until the input is exhausted (available-now), ``cfg.timeout`` passes,
-    or it is interrupted. Returns a summary (totals over the batches of this invocation)."""
+    or it is interrupted. Returns a summary (totals over the batches of this invocation).
+    Unless quiet, numba compilations (a first run's) show as a status line (:mod:`vigil.jit`)."""
+    if cfg.quiet:
+        return _run(cfg, spark)
+    from rich.console import Console
+
+    from vigil.jit import compile_status
+
+    with compile_status(Console(stderr=True)):
+        return _run(cfg, spark)
+
+
+def _run(cfg: RunConfig, spark=None) -> dict[str, Any]:
     from .session import get_session
 
     if cfg.mode not in ("driver", "sharded"):

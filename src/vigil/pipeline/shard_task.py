@@ -94,9 +94,6 @@ def _alive_split(eng) -> dict[str, int]:
 
 def shard_task(item: tuple) -> tuple:
     """Runs on an executor: one shard's work for one batch (or its end of input)."""
-    import os
-
-    os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "vigil-numba"))
     from vigil.engine import Engine, Partial
 
     shard, rows_b, ops, blob, settings, final, extra = item
