@@ -9,8 +9,16 @@ import pytest
 
 from vigil import registry
 from vigil.state import pack, unpack
+from vigil.threshold import auto as auto_mod
 from vigil.threshold.auto import Auto, CostModel, choices
 from vigil.threshold.oracle import ThresholdOracle
+
+
+@pytest.fixture(autouse=True)
+def _compiled_kernels(monkeypatch):
+    """These tests steer auto with toy models in abstract units: a cold numba cache (CI's fresh
+    clone) must not add its compile price to them (test_cold_cache_prices_the_compilation does)."""
+    monkeypatch.setattr(auto_mod, "COMPILE_SECONDS", {})
 
 
 def same(a, b, ctx=None):
@@ -228,3 +236,40 @@ def test_thresholds_over_queries_steer_the_first_choice(tau, expect):
         w = np.full(100, 10)
         same(a.push(pts, w), o.push(pts, w))
     assert (a.current == "dt") == (expect == "dt")
+
+
+def test_cold_cache_prices_the_compilation(monkeypatch):
+    """While DT's kernels are neither loaded nor in the numba cache, a move to DT is charged
+    COMPILE_SECONDS: a model that prefers DT by a little keeps the queries elsewhere, one that
+    prefers it by more than the compile time moves them; once compiled the charge is 0."""
+    from vigil.threshold import dt as dt_mod
+
+    monkeypatch.setattr(auto_mod, "COMPILE_SECONDS", {"dt": 60.0})
+    monkeypatch.setattr(auto_mod, "_compiled", set())
+    monkeypatch.setattr(dt_mod, "_warm", False)
+    monkeypatch.setattr(dt_mod, "is_compiled", lambda: False)
+
+    class DTBy(CostModel):
+        def __init__(self, gain):
+            super().__init__({})
+            self.gain = gain
+
+        def push(self, algo, m, B, d, rho=None):
+            return 1e-4 if algo == "dt" else 1e-4 * (1.0 + self.gain)
+
+        def build(self, algo, m, d):
+            return 0.0
+
+    rng = np.random.default_rng(0)
+    # first push: 8,192 pushes of lookahead x 0.5e-4 s = 0.4 s of gain < 60 s; x 0.1 s = 819 s > 60
+    for gain, expect in ((0.5, False), (1000.0, True)):
+        a = Auto(1, model=DTBy(gain), adapt=False)
+        a.register(np.arange(50), rng.integers(0, 5, (50, 1)).astype(float), np.full((50, 1), 9.0),
+                   np.full(50, 10**9))
+        for _ in range(3):
+            monkeypatch.setattr(dt_mod, "_warm", False)  # building DT loads its kernels in-process
+            a.push(np.zeros((2, 1)), np.ones(2, np.int64))
+        assert (a.current == "dt") == expect, (gain, a.current)
+    assert auto_mod._compile("dt") == 60.0
+    monkeypatch.setattr(dt_mod, "_warm", True)
+    assert auto_mod._compile("dt") == 0.0

@@ -87,6 +87,11 @@ SMALL_BATCH = 64
 #: build plus this many decision periods of pushes like it (a stream goes on after its first push)
 FIRST_LOOKAHEAD = 16
 FIRST_ELEMENTS = 16_384
+#: CPU seconds a cold numba cache takes to compile an algorithm's kernels (DT's push is the
+#: largest kernel of the project; the others compile in a few seconds), charged to a move there
+#: while they are not compiled (``vigil.jit``: a first run), like a build: on a fresh install a
+#: workload that DT would serve only slightly better is not held up a minute to compile it
+COMPILE_SECONDS = {"dt": 60.0}
 #: an observation counts as at most OUTLIER x (at least 1/OUTLIER x) the current correction factor
 OUTLIER = 2.0
 
@@ -98,6 +103,24 @@ def _classes() -> dict[str, type]:
 
     return {"dt": DT, "sweep": Sweep, "scan": Scan, "interval_tree": IntervalTreeStabbing,
             "seg_intv": SegIntvStabbing}
+
+
+_compiled: set[str] = set()
+_looked: set[str] = set()
+
+
+def _compile(name: str) -> float:
+    """Seconds of compilation a move to ``name`` would cost now: 0 once its kernels are loaded in
+    this process or were found in the numba cache (looked up once per process)."""
+    if name not in COMPILE_SECONDS or name in _compiled:
+        return 0.0
+    from . import dt
+
+    if dt._warm or (name not in _looked and dt.is_compiled()):
+        _compiled.add(name)
+        return 0.0
+    _looked.add(name)
+    return COMPILE_SECONDS[name]
 
 
 class CostModel:
@@ -337,7 +360,7 @@ class Auto(ThresholdOperator):
             if m:
                 pred = self._predict(m, B)
                 n = max(FIRST_LOOKAHEAD * k, -(-FIRST_ELEMENTS // B))
-                self.switch_to(min(self.algos, key=lambda a: n * pred[a] + pred["build:" + a]))
+                self.switch_to(min(self.algos, key=lambda a: n * pred[a] + pred["build:" + a] + _compile(a)))
         self._decide(m, B, k)
         if self._nper % 8 == 0:  # sample the load over this period (see _end)
             self._lw, self._lc = time.perf_counter(), time.process_time()
@@ -385,7 +408,7 @@ class Auto(ThresholdOperator):
         tr = self.trate
         cost = {a: (pred[a] + tr * pred["term:" + a]) * self.factor[a] for a in self.algos}
         if m == 0:  # nothing to carry: take the best for this push
-            best = min(self.algos, key=cost.__getitem__)
+            best = min(self.algos, key=lambda a: cost[a] + _compile(a))
             if best != self.current:
                 self.switch_to(best)
             return
@@ -397,7 +420,7 @@ class Auto(ThresholdOperator):
             gain = k * (cur - cost[a])
             need = 1.0 + (MIN_GAIN if self.nobs[a] else UNSEEN_GAIN)
             self.regret[a] = self.regret[a] + gain if cost[a] * need < cur else 0.0
-            over = self.regret[a] - HYSTERESIS * pred["build:" + a]
+            over = self.regret[a] - HYSTERESIS * pred["build:" + a] - _compile(a)
             if over > margin:
                 target, margin = a, over
         if target is not None:

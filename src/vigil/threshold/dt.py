@@ -93,10 +93,12 @@ the benchmark's cost floor.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import jit
 from . import ThresholdOperator
 from . import _kernels as K
 from ._dt_order import local_order as _local_order
@@ -114,11 +116,9 @@ COUNTER_LIMIT = float(1 << 61)
 REBUILD = 2
 #: endpoints per bucket of the last-dimension trees for d >= 2 (``_dt_bucket``; 0 = not bucketed)
 BUCKET = 2048
-#: ask for transparent huge pages for the structures' arrays (numpy's default for large arrays).
-#: Off: with the kernel's usual THP defrag policy ("madvise": compaction at fault time) faulting
-#: them in cost far more than the TLB misses they save (measured on the fig3 1D trace at m = 1M:
-#: register 1.46-1.71 s -> 0.67-0.86 s, push unchanged within noise; 2D build at m = 200k
-#: 5.4 -> 3.5 s CPU; docs/experiments/threshold_dt_speed.md)
+#: transparent huge pages for the structures' arrays: off, faulting them in under the usual THP
+#: defrag policy cost more than the TLB misses saved (fig3 1D m = 1M: register 1.46-1.71 ->
+#: 0.67-0.86 s; 2D build m = 200k 5.4 -> 3.5 s CPU; docs/experiments/threshold_dt_speed.md)
 HUGEPAGES = False
 
 _STAT_KEYS = ("rebuilds", "merges", "builds", "renormalised")
@@ -137,6 +137,16 @@ def _warmup() -> None:
     op.register(np.arange(4), np.zeros((4, 2)), np.ones((4, 2)), np.array([1, 2, 50, 50]))
     op.push(np.full((3, 2), 0.5), np.ones(3, dtype=np.int64))
     op.terminate([2])
+    jit.mark_warm("threshold.dt", kernel_sources())
+
+
+def kernel_sources() -> list[str]:
+    here = Path(__file__).parent  # the files of DT's kernels (numba caches each by its file)
+    return [str(p) for p in sorted(here.glob("_dt_*.py"))] + [str(here / "_kernels.py"), __file__]
+
+
+def is_compiled() -> bool:  # loaded here or in the numba cache: no ~1 min compile (threshold.auto)
+    return _warm or jit.is_warm("threshold.dt", kernel_sources())
 
 
 #: elements remembered for the rate estimate of a new structure's first round
