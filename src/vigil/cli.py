@@ -146,6 +146,19 @@ def algos() -> None:
     Console().print(t)
 
 
+@app.command()
+def schema(
+    qtype: str = typer.Argument(None, metavar="[TYPE]", help="one query type, e.g. threshold (default: all)"),
+    markdown: bool = typer.Option(False, help="print the query reference (docs/queries.md) instead"),
+) -> None:
+    """Print the JSON Schema of the query specs (with an example per type), or the query reference."""
+    from . import querydoc
+    from .specs import SPEC_TYPES
+
+    if qtype is not None and qtype not in SPEC_TYPES:
+        raise UserError(f"unknown query type {qtype!r}; choose one of {', '.join(SPEC_TYPES)}")
+    typer.echo(querydoc.markdown() if markdown else querydoc.schema_json(qtype), nl=False)
+
 def _mount() -> None:
     try:
         from .bench.cli import bench_app

@@ -1,4 +1,5 @@
-"""Query specs: one pydantic model per query type of DESIGN.md; all validation of a spec lives here.
+"""Query specs: one pydantic model per query type (docs/queries.md, generated from these models by
+``vigil.querydoc``); all validation of a spec lives here.
 
 ``parse_query(obj, columns=None)`` turns a JSON object into a spec or raises :class:`SpecError`
 whose message names the field and the problem (``threshold: must be an integer >= 1``).
@@ -64,7 +65,8 @@ def _check_range(v: list, *, open_range: bool = False) -> tuple[float, float]:
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
 
-    id: StrictStr = Field(min_length=1)
+    id: StrictStr = Field(min_length=1, description=(
+        "The query's name, unique in a run (registering an id seen before is rejected); its events carry it."))
 
     family: ClassVar[str] = ""
 
@@ -87,9 +89,15 @@ class ThresholdSpec(_Spec):
     """RTS query: matures at the first element with total weight in the rectangle >= threshold."""
 
     type: Literal["threshold"]
-    where: dict[StrictStr, list[Bound] | StrictStr | StrictInt | StrictFloat]
-    weight: StrictStr | None = None
-    threshold: StrictInt = Field(ge=1)
+    where: dict[StrictStr, list[Bound] | StrictStr | StrictInt | StrictFloat] = Field(description=(
+        "The rectangle and the keys: column -> [lo, hi], a closed range on a numeric column (null = "
+        "unbounded), or column -> scalar, an equality on a key column (compared as text). At least one "
+        "range; the range columns are the query's dimensions."))
+    weight: StrictStr | None = Field(None, description=(
+        "Column holding each element's weight, an integer in 1..2^53; absent: every element weighs 1."))
+    threshold: StrictInt = Field(ge=1, description=(
+        "tau, in 1..2^53: the query matures at the first element after its registration that brings the "
+        "total weight of the elements inside `where` to >= tau; it reports `matured` once and ends."))
 
     @field_validator("threshold")
     @classmethod
@@ -146,12 +154,20 @@ class WindowAggregateSpec(_Spec):
     """Sliding-window aggregate (rows or time window; suffix when NR/TR = 0, historical otherwise)."""
 
     type: Literal["window_aggregate"]
-    agg: WindowAgg
-    column: StrictStr | None = None
-    phi: Number | None = None
-    rows: list[StrictInt] | None = None
-    time: list[Number] | None = None
-    time_column: StrictStr | None = None
+    agg: WindowAgg = Field(description=(
+        "The aggregate; an empty window answers null (count answers 0). Null values are ignored."))
+    column: StrictStr | None = Field(None, description=(
+        "Numeric column aggregated; required except for count (count without a column counts elements)."))
+    phi: Number | None = Field(None, description=(
+        "Only with agg quantile, in (0, 1]: the answer is the value of 1-based rank max(1, ceil(phi*N))."))
+    rows: list[StrictInt] | None = Field(None, description=(
+        "[NL, NR], NL > NR >= 0, NL <= 2^53: after element n the window holds the elements with seq in "
+        "[n-NL+1, n-NR]. Give exactly one of rows and time."))
+    time: list[Number] | None = Field(None, description=(
+        "[TL, TR], TL > TR >= 0, finite: the elements with time in (now-TL, now-TR], now = the time of the "
+        "last element (the stream's own clock)."))
+    time_column: StrictStr | None = Field(None, description=(
+        "Time column of a time window (absent: ts); not allowed with rows."))
 
     @model_validator(mode="after")
     def _check(self) -> WindowAggregateSpec:
@@ -198,13 +214,20 @@ class SubstreamFilterSpec(_Spec):
     """Keys whose COUNT/SUM over the last T time units lies in the open range (v1, v2)."""
 
     type: Literal["substream_filter"]
-    agg: Literal["count", "sum"]
-    column: StrictStr | None = None
-    key: StrictStr
-    time: Number = Field(gt=0)
-    time_column: StrictStr = "ts"
-    range: list[Bound]
-    epsilon: Number | None = None
+    agg: Literal["count", "sum"] = Field(description="COUNT or SUM of each key's elements in the window.")
+    column: StrictStr | None = Field(None, description=(
+        "Numeric column summed (required for sum); count counts its non-null values, or elements without it."))
+    key: StrictStr = Field(description=(
+        "Key column splitting the stream into substreams; the answer is the sorted list of matching keys."))
+    time: Number = Field(gt=0, description=(
+        "T > 0, finite: the window is the elements with time in (now-T, now], now = the last element's time."))
+    time_column: StrictStr = Field("ts", description="Time column.")
+    range: list[Bound] = Field(description=(
+        "(v1, v2), an open range (null = unbounded), v1 < v2: the keys with at least one element in the "
+        "window whose aggregate lies strictly inside it."))
+    epsilon: Number | None = Field(None, description=(
+        "In (0, 1), one-sided ranges only: answer approximately (CI-COUNT / CI-SUM): a superset of the "
+        "exact keys, each satisfying the range relaxed by epsilon. Absent: exact."))
 
     @model_validator(mode="after")
     def _check(self) -> SubstreamFilterSpec:
@@ -236,10 +259,12 @@ class SubstreamFilterSpec(_Spec):
 
 
 class _JoinSpec(_Spec):
-    left: StrictStr = Field(min_length=1)
-    right: StrictStr = Field(min_length=1)
-    left_on: StrictStr
-    right_on: StrictStr
+    left: StrictStr = Field(min_length=1, description=(
+        "Relation of the left tuple r: the value of the stream's `rel` column on its rows."))
+    right: StrictStr = Field(min_length=1, description="Relation of the right tuple s; not left.")
+    left_on: StrictStr = Field(description=(
+        "Column of r joined on: a number for band_join, an equality key (compared as text) otherwise."))
+    right_on: StrictStr = Field(description="Column of s joined on, as left_on.")
 
     @model_validator(mode="after")
     def _rels(self):
@@ -260,7 +285,8 @@ class BandJoinSpec(_JoinSpec):
     """Band join: pairs (r, s) with s.right_on - r.left_on in [lo, hi]."""
 
     type: Literal["band_join"]
-    band: list[Number]
+    band: list[Number] = Field(description=(
+        "[lo, hi], finite, lo <= hi: the pairs with lo <= s.right_on - r.left_on <= hi."))
 
     @field_validator("band")
     @classmethod
@@ -287,8 +313,10 @@ class SelectJoinSpec(_JoinSpec):
     """Equality join r.left_on = s.right_on with local range selections on each side."""
 
     type: Literal["select_join"]
-    left_range: dict[StrictStr, list[Bound]] = Field(default_factory=dict)
-    right_range: dict[StrictStr, list[Bound]] = Field(default_factory=dict)
+    left_range: dict[StrictStr, list[Bound]] = Field(default_factory=dict, description=(
+        "Selections on r: column -> [lo, hi], a closed range (null = unbounded); a null value is in no range."))
+    right_range: dict[StrictStr, list[Bound]] = Field(default_factory=dict, description=(
+        "Selections on s, as left_range."))
 
     _ranges = field_validator("left_range", "right_range")(classmethod(lambda cls, v: _check_ranges(v)))
 
@@ -309,9 +337,11 @@ class WindowJoinSpec(SelectJoinSpec):
     then keeps only the tuples a window of that size can still pair (docs/contract.md)."""
 
     type: Literal["window_join"]  # type: ignore[assignment]
-    window: Number = Field(gt=0)
-    time_column: StrictStr = "ts"
-    max_window: Number | None = None
+    window: Number = Field(gt=0, description="w > 0, finite: the pairs also satisfy |r.T - s.T| < w.")
+    time_column: StrictStr = Field("ts", description="Time column T of both relations.")
+    max_window: Number | None = Field(None, description=(
+        "Optional, >= window: the largest window of any query of this join's group; the group then keeps "
+        "only the tuples such a window can still pair (bounded memory, same outputs)."))
 
     @field_validator("window", "max_window")
     @classmethod
@@ -337,13 +367,16 @@ class QuantileSpec(_Spec):
     """(phi, epsilon)-approximate quantile over the whole stream or the last ``rows`` elements."""
 
     type: Literal["quantile"]
-    column: StrictStr
-    phi: Number
-    epsilon: Number
-    rows: StrictInt | None = Field(default=None, ge=1)
-    # True: one update per query whose value changes; "cluster": the query follows its cluster's
-    # value (cluster / cluster_update events, docs/contract.md)
-    notify: StrictBool | Literal["cluster"] = False
+    column: StrictStr = Field(description="Numeric column.")
+    phi: Number = Field(description="In (0, 1]: the target rank is max(1, ceil(phi*N)) of the N elements.")
+    epsilon: Number = Field(description=(
+        "In (0, 1): the answer's rank lies within e*N + 1 of the target, e = max(epsilon, the run's "
+        "--quantile-epsilon)."))
+    rows: StrictInt | None = Field(default=None, ge=1, description=(
+        "Window of the last `rows` elements; absent: every element after registration."))
+    notify: StrictBool | Literal["cluster"] = Field(False, description=(
+        "false: answered on lookup; true: an `update` event whenever the query's value changes; "
+        "\"cluster\": the query follows its cluster's value (`cluster` / `cluster_update` events)."))
 
     @field_validator("phi")
     @classmethod
