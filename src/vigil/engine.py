@@ -1,8 +1,8 @@
 """The Engine: routes query operations and stream elements, in exact ``at`` order, to the query
 families' groups; names no family (docs/architecture.md).
 
-Order (DESIGN.md): an operation with ``at = n`` applies after every element with seq <= n and
-before the first element with seq > n; operations with equal ``at`` apply in arrival order. The
+Order (docs/contract.md, "Query operations"): an operation with ``at = n`` applies after every
+element with seq <= n and before the first element with seq > n; operations with equal ``at`` apply in arrival order. The
 engine cuts each batch into segments at pending operations' ``at`` and pushes each segment to every
 group as one numpy batch, so per-element cost stays inside the operators.
 

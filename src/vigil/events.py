@@ -1,6 +1,6 @@
-"""The event-log contract of DESIGN.md: read a stream (Parquet, CSV, JSONL), read query operations
-(JSONL), write output events (JSONL or Parquet by suffix), and turn stream columns into the numeric
-arrays the operators take, with a reason for every value that cannot be used.
+"""The event-log contract of docs/contract.md: read a stream (Parquet, CSV, JSONL), read query
+operations (JSONL), write output events (JSONL or Parquet by suffix), and turn stream columns into
+the numeric arrays the operators take, with a reason for every value that cannot be used.
 
 Nothing here raises on bad *data*: a malformed JSON line becomes a row whose ``__error__`` column
 holds the reason, a bad value becomes a row-level reason, and the engine reports both as

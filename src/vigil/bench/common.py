@@ -2,7 +2,7 @@
 table with ratios against a reference algorithm, PNG plots (matplotlib, Agg backend) and a rich
 progress bar.
 
-Result JSON (DESIGN.md, "Benchmarks")::
+Result JSON (docs/architecture.md, "Benchmarks")::
 
     {"family", "preset", "params": {...}, "machine": {...},
      "results": [{"algo", "seconds", "operations", "per_op_us", "extra": {...}}]}

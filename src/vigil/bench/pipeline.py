@@ -25,7 +25,7 @@ Presets:
   files and query operations that register and terminate queries continuously (churn); every
   batch's driver RSS and snapshot size are recorded; memory must stay bounded.
 
-``run_preset(preset, scale, algos, out, minutes=None)`` writes the result JSON of DESIGN.md
+``run_preset(preset, scale, algos, out, minutes=None)`` writes the result JSON of docs/architecture.md
 (``family="pipeline"``) and a PNG beside it, and returns the document.
 """
 

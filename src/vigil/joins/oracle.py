@@ -6,7 +6,7 @@ each arriving tuple and each alive query the oracle evaluates the query's predic
 stored tuple of the other side with one numpy mask: O(m * |other side|) per arriving tuple for m
 alive queries. No index, no sharing.
 
-Semantics (DESIGN.md, ``vigil.joins`` docstring), made precise here. r is the left tuple
+Semantics (docs/queries.md, ``vigil.joins`` docstring), made precise here. r is the left tuple
 (relation ``spec.left``), s the right one:
 
 * band:   lo <= s.key - r.key <= hi, the difference computed in float64.

@@ -18,7 +18,7 @@ private pieces of j that contain it. Every private piece of a bucket comes from 
 that bucket that does not start it, so a bucket has at most B of them, and the regions of a
 query's participants still partition its range (an element touches at most one of them).
 
-Lazy counting by chunks (session 9). A bucket's pieces form three lists: *left* pieces [K[a],
+Lazy counting by chunks. A bucket's pieces form three lists: *left* pieces [K[a],
 end of the bucket) by lower key, pieces with *both* ends inside the bucket by lower key, *right*
 pieces [first key of the bucket, K[b]) by upper key descending. The left pieces containing an
 element x are a prefix of their list (lower key <= x), and so are the right ones (upper key >

@@ -5,10 +5,10 @@ Both oracles store every pushed element forever (O(n) space) and answer a lookup
 stored arrays with the window's definition, then aggregating what is left: O(n) per lookup
 (plus O(W log W) for QUANTILE, O(W) Python-level work for exact SUM). No sharing, no cleverness.
 
-Semantics (DESIGN.md, ``vigil.windows`` docstring), made precise here:
+Semantics (docs/contract.md, "Window aggregates"; ``vigil.windows`` docstring), made precise here:
 
-* A query registered after element ``start`` counts only elements with seq > start (DESIGN.md:
-  a query "exists from after element n (counts seq > n)"); its window is the intersection.
+* A query registered after element ``start`` counts only elements with seq > start (docs/contract.md:
+  a registered query "counts only the elements after it"); its window is the intersection.
 * Rows window [NL, NR] after element n: elements with seq in [n-NL+1, n-NR].
 * Time window [TL, TR] after element n: elements with seq <= n and time in
   (t_now-TL, t_now-TR], the bounds computed in float64 exactly as written (``t_now - TL``);
