@@ -57,3 +57,22 @@ def test_vigil_schema_prints_json_schema():
     assert r.exit_code == 0 and r.output == querydoc.markdown()
     r = runner.invoke(app, ["schema", "bogus"])
     assert r.exit_code == 2 and "unknown query type 'bogus'" in r.output
+
+
+FORBIDDEN = [re.compile(re.escape("DESIGN.md")), re.compile(re.escape("../shared")),
+             re.compile(r"\b[Ss]essions? [0-9]+"), re.compile(re.escape("target 6a"))]
+
+
+def _doc_files():
+    yield ROOT / "README.md"
+    yield from sorted((ROOT / "docs").rglob("*.md"))
+    yield from sorted((ROOT / "src" / "vigil").rglob("*.py"))
+
+
+def test_docs_and_sources_stand_alone():
+    """Nothing cites a file outside the repository, and no label of an internal work period."""
+    hits = []
+    for path in _doc_files():
+        for no, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            hits += [f"{path.relative_to(ROOT)}:{no}: {pat.pattern}" for pat in FORBIDDEN if pat.search(line)]
+    assert not hits, "\n".join(hits)
