@@ -7,13 +7,65 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
 import typer
 
 DEFAULT_MAX_REORDER_ROWS = 1_000_000  # = vigil.pipeline.reorder.DEFAULT_MAX_REORDER_ROWS (a test checks)
 FORMAT_HELP = "stream format: parquet, json (JSON lines), csv, or kafka (with --option ...)"
+
+
+_IMPORTED = time.perf_counter()  # fallback start of the command where /proc is not available
+
+
+def process_age(pid: int | str = "self") -> float:
+    """Wall seconds since process ``pid`` started (Linux: /proc; elsewhere since this module was
+    imported, which misses the interpreter's start-up)."""
+    try:
+        start_ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _IMPORTED
+
+
+def command_age() -> tuple[float, str]:
+    """(seconds since the command started, what they were spent on): under ``spark-submit`` the
+    command is the JVM that started this Python (it passes ``PYSPARK_GATEWAY_PORT``)."""
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return max(process_age(os.getppid()), process_age()), "spark-submit's JVM, Python start-up and imports"
+    return process_age(), "start-up and imports"
+
+
+def done_lines(s: dict, wall: float, before: float, stop: float, out: str | Path,
+               start_label: str = "start-up and imports") -> list[str]:
+    """The two summary lines of ``vigil run``: counts (operations: in = applied + rejected +
+    waiting), then the wall time since the command started and where it went."""
+    t = s.get("times", {})
+    waiting = s.get("ops_waiting", 0)
+    carried = f" + {s['ops_waiting_before']:,} waiting from before" if s.get("ops_waiting_before") else ""
+    counts = (
+        f"[bold]done[/]: {s['batches']} batches, {s['rows_in']:,} rows ({s['rows_rejected']:,} rejected, "
+        f"{s['rows_late']:,} late), {s['ops_in']:,} operations{carried} = {s.get('ops_applied', 0):,} applied + "
+        f"{s['ops_rejected']:,} rejected + {waiting:,} waiting, {s['outputs']:,} outputs -> {Path(out) / 'events'}"
+    )
+    parts = [(start_label, before), ("Spark start" + (f" ({s['master']})" if s.get("master") else ""),
+                                     t.get("spark_start", 0.0)),
+             ("schema inference", t.get("schema", 0.0)), ("query set-up", t.get("query_setup", 0.0)),
+             ("streaming query", t.get("stream", 0.0)),
+             ("finish", t.get("finish", 0.0)), ("Spark stop", stop)]
+    other = wall - sum(v for _, v in parts)
+    breakdown = " + ".join(f"{name} {v:.1f} s" for name, v in parts) + f" + other {max(other, 0.0):.1f} s"
+    rate = s["rows_in"] / wall if wall > 0 else 0.0
+    timing = (
+        f"[bold]time[/]: {wall:.1f} s since the command started = {breakdown}; batches: "
+        f"{s.get('processing_s', 0.0):.1f} s processing, {s.get('queue_s', 0.0):.1f} s queued; "
+        f"{rate:,.0f} elements/s over the whole command, {s['elements_per_s']:,.0f} over the streaming query and finish"
+    )
+    return [counts, timing]
 
 
 def _algos(algo: list[str] | None) -> dict[str, str]:
@@ -68,15 +120,30 @@ def run(
         join_history=join_history,
         finish=finish, timeout=timeout, quiet=quiet, max_reorder_rows=max_reorder_rows,
     )
+    before, start_label = command_age()  # interpreter start-up, imports, argument checks
+    t = time.perf_counter()
     try:
         s = run_job(cfg)
     except (SourceError, CheckpointError, ValueError) as e:
         raise UserError(str(e)) from None
-    console.print(
-        f"[bold]done[/]: {s['batches']} batches, {s['rows_in']:,} rows ({s['rows_rejected']:,} rejected, {s['rows_late']:,} late), "
-        f"{s['ops_in']:,} operations ({s['ops_rejected']:,} rejected), {s['outputs']:,} outputs, "
-        f"{s['seconds']:.1f} s, {s['elements_per_s']:,.0f} elements/s -> {Path(out) / 'events'}"
-    )
+    stop = _stop_spark()
+    wall = before + time.perf_counter() - t
+    for line in done_lines(s, wall, before, stop, out, start_label):
+        console.print(line, soft_wrap=True, highlight=False)
+
+
+def _stop_spark() -> float:
+    """Stop the session ``vigil run`` started (its JVM would stop at exit anyway, uncounted)."""
+    t = time.perf_counter()
+    try:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+        if spark is not None:
+            spark.stop()
+    except Exception:  # noqa: BLE001 - the run is done; stopping is best effort
+        pass
+    return time.perf_counter() - t
 
 
 def check_run_args(stream, queries, out, checkpoint, fmt, schema, trigger, max_files_per_batch, max_reorder_rows,

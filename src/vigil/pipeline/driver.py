@@ -210,7 +210,11 @@ class DriverProcessor(BaseProcessor):
 
     def process_batch(self, batch_id: int, ops: list[str], rows: pa.Table, files: list[str], t0: float,
                       t_collect: float) -> None:
-        """Batch ``batch_id`` through the engine: outputs, snapshot, metrics."""
+        """Batch ``batch_id`` through the engine: outputs, snapshot, metrics. ``t0 + t_collect``:
+        when the batch was collected and handed over; the wait from then until now is its queue
+        time (the engine was busy with earlier batches), reported beside its processing time."""
+        t_start = time.perf_counter()
+        queued = max(0.0, t_start - (t0 + t_collect))
         eng = self.engine_before(batch_id)
         before = counts_of(eng, self.reorder)
         t1 = time.perf_counter()
@@ -231,8 +235,9 @@ class DriverProcessor(BaseProcessor):
         t_snap = time.perf_counter() - t2
         self.batch = batch_id
         self._report(
-            batch_id, counts_of(eng, self.reorder), before, len(files), len(snap), time.perf_counter() - t0,
-            t_collect, t_engine, t_snap, alive=eng.alive(), files=files,
+            batch_id, counts_of(eng, self.reorder), before, len(files), len(snap),
+            t_collect + time.perf_counter() - t_start, t_collect, t_engine, t_snap, alive=eng.alive(), files=files,
+            queue_s=queued,
         )
 
     # ---------------------------------------------------------------- the engine thread
@@ -331,15 +336,22 @@ def _run(cfg: RunConfig, spark=None) -> dict[str, Any]:
     store = SnapshotStore(ckpt, cfg.keep_snapshots)
     store.check_config(cfg)
     sinks.clean_partial(out)
+    times: dict[str, float] = {}  # wall seconds of the phases (the summary's "times")
+    t = time.perf_counter()
     spark = spark or get_session(cfg.master, shards=cfg.shards if cfg.mode == "sharded" else 0,
                                  whole_files=cfg.mode == "driver" and cfg.fmt == "parquet")
+    times["spark_start"] = time.perf_counter() - t  # ~0 when a started session was passed in
+    master = spark.sparkContext.master
     schema = None
+    t = time.perf_counter()
     if cfg.fmt != "kafka":
         schema = (
             sources.parse_schema(cfg.schema, cfg.fmt)
             if cfg.schema
             else sources.infer_schema(spark, cfg.stream, cfg.fmt, cfg.options)
         )
+    times["schema"] = time.perf_counter() - t
+    t = time.perf_counter()
     rows_df = sources.stream_rows(spark, cfg.stream, cfg.fmt, schema, cfg.max_files_per_batch, cfg.options)
     ops_df = sources.operations(spark, cfg.queries, cfg.max_op_files_per_batch)
     df = sources.combined(rows_df, ops_df)
@@ -355,6 +367,7 @@ def _run(cfg: RunConfig, spark=None) -> dict[str, Any]:
                 return sources.batch_of(spark, cfg.stream, cfg.queries, cfg.fmt, schema, files, cfg.options)
         proc = DriverProcessor(cfg, columns, reader=reader)
     t0 = time.perf_counter()
+    times["query_setup"] = t0 - t  # the sources' DataFrames (Spark analyses them), the processor
     writer = df.writeStream.foreachBatch(proc).option("checkpointLocation", str(ckpt / "spark"))
     writer = _trigger(writer, cfg.trigger)
     query = writer.queryName(f"vigil-{cfg.mode}").start()
@@ -376,8 +389,11 @@ def _run(cfg: RunConfig, spark=None) -> dict[str, Any]:
             raise
     if exc is not None:
         raise RuntimeError(f"the streaming query failed: {exc}")
+    times["stream"] = time.perf_counter() - t0
+    t = time.perf_counter()
     finish = cfg.finish if cfg.finish is not None else cfg.trigger.strip().lower().startswith("available")
     final = proc.finish() if finish else None
+    times["finish"] = time.perf_counter() - t
     elapsed = time.perf_counter() - t0
     ms = [m for m in proc.metrics if not m.get("skipped")]
     rows = sum(m["rows_in"] for m in ms)
@@ -388,10 +404,17 @@ def _run(cfg: RunConfig, spark=None) -> dict[str, Any]:
         "rows_late": sum(m.get("rows_late", 0) for m in ms),
         "rows_held": ms[-1].get("rows_held", 0) if ms else 0,
         "ops_in": sum(m["ops_in"] for m in ms),
+        "ops_applied": sum(m["ops_applied"] for m in ms),
         "ops_rejected": sum(m["ops_rejected"] for m in ms),
+        "ops_waiting_before": ms[0].get("ops_waiting_before", 0) if ms else 0,  # held by a restored snapshot
+        "ops_waiting": ms[-1].get("ops_waiting", 0) if ms else 0,  # at > the last element, --no-finish
         "outputs": sum(m["outputs"] for m in ms),
-        "seconds": elapsed,
+        "seconds": elapsed,  # the streaming query and finish(); without Spark start and schema
         "elements_per_s": rows / elapsed if elapsed > 0 else 0.0,
+        "times": times,  # spark_start, schema, query_setup, stream (query start to its end), finish
+        "processing_s": sum(m["latency_s"] for m in ms),  # the batches' processing times (may overlap)
+        "queue_s": sum(m.get("queue_s", 0.0) for m in ms),
+        "master": master,
         "final": final,
         "config": asdict(cfg),
     }

@@ -23,6 +23,7 @@ def counts_of(eng, buf: ReorderBuffer | None = None) -> dict[str, int]:
     the rows still held."""
     c = {k: int(v) for k, v in eng.counts.items()}
     c["outputs"] = int(sum(v for k, v in eng.out_counts.items() if k != "rejected"))
+    c["ops_waiting"] = len(eng.pending)  # arrived, ``at`` not reached yet: neither applied nor rejected
     c.update(buffer_counts(buf, c["rows_in"]))
     return c
 
@@ -64,12 +65,25 @@ class Reporter:
         held += f", held {m['rows_held']:,}" if m.get("rows_held") else ""
         self.console.print(
             f"{tag}  rows [cyan]{m['rows_in']:,}[/] (rej {m['rows_rejected']:,}{held})  "
-            f"ops [cyan]{m['ops_in']:,}[/] (rej {m['ops_rejected']:,}, late {m.get('late', 0):,})  "
-            f"alive [green]{alive:,}[/]  out [yellow]{m['outputs']:,}[/]  "
-            f"{m['latency_s']:.2f} s  [bold]{m['elements_per_s']:,.0f}[/] el/s  "
+            f"ops {ops_line(m)}  alive [green]{alive:,}[/]  out [yellow]{m['outputs']:,}[/]  "
+            f"{m['latency_s']:.2f} s{queued_line(m)}  [bold]{m['elements_per_s']:,.0f}[/] el/s  "
             f"snap {m.get('snapshot_bytes', 0) / 1e6:.1f} MB{skipped}",
             soft_wrap=True,
         )
+
+
+def ops_line(m: dict[str, Any]) -> str:
+    """``in [+ waiting before] = applied + rej + waiting`` of a batch's metrics (they add up)."""
+    before = m.get("ops_waiting_before", 0)
+    carried = f" + {before:,} waiting" if before else ""
+    late = f", {m['late']:,} late" if m.get("late") else ""
+    return (f"[cyan]{m['ops_in']:,}[/]{carried} = applied {m['ops_applied']:,}{late} + rej {m['ops_rejected']:,} "
+            f"+ waiting {m.get('ops_waiting', 0):,}")
+
+
+def queued_line(m: dict[str, Any]) -> str:
+    q = m.get("queue_s", 0.0)
+    return f" (+{q:.2f} s queued)" if q >= 0.005 else ""
 
 
 class BaseProcessor:
@@ -106,9 +120,17 @@ class BaseProcessor:
         self._check()
 
     def _report(self, batch_id, after, before, n_files, snap_bytes, latency, t_collect, t_engine, t_snap,
-                alive=None, skipped=False, final=False, position=None, files=None) -> dict[str, Any]:
+                alive=None, skipped=False, final=False, position=None, files=None, queue_s=0.0) -> dict[str, Any]:
+        """Metrics of a batch. ``after``/``before``: cumulative counts (driver mode), or ``after``
+        the batch's own counts and ``before`` {} (sharded mode); ``ops_waiting`` is a level, not a
+        count: the operations held after the batch (``ops_waiting_before``: before it), so
+        ``ops_waiting_before + ops_in == ops_applied + ops_rejected + ops_waiting``. ``latency``:
+        the batch's processing time (collect + engine + outputs + snapshot); ``queue_s``: the time
+        it waited for the engine between them (pipelined driver mode), not part of ``latency``."""
         d = delta(after, before) if after else {}
         buf_rej = d.pop("_buf_rejected", 0)
+        waiting = after.get("ops_waiting", 0) if after else 0
+        waiting0 = (before.get("ops_waiting", 0) if before else after.get("ops_waiting_before", 0)) if after else 0
         m = {
             "batch": batch_id,
             "final": final,
@@ -124,11 +146,14 @@ class BaseProcessor:
             "ops_in": d.get("ops_in", 0),
             "ops_applied": d.get("ops_applied", 0),
             "ops_rejected": d.get("ops_rejected", 0),
+            "ops_waiting_before": waiting0,
+            "ops_waiting": waiting,
             "late": d.get("late", 0),
             "outputs": d.get("outputs", 0),
             "alive": alive or {},
             "position": position if position is not None else self._position(),
             "latency_s": latency,
+            "queue_s": queue_s,
             "collect_s": t_collect,
             "engine_s": t_engine,
             "snapshot_s": t_snap,

@@ -56,7 +56,8 @@ def get_session(
     whole_files: bool = False,
 ):
     """Get or create the SparkSession. ``master`` defaults to ``local[*]`` unless the job was
-    launched by ``spark-submit`` (which sets ``spark.master``). ``whole_files``: the session moves
+    launched by ``spark-submit`` (which sets ``spark.master`` and starts the Python driver with
+    ``PYSPARK_GATEWAY_PORT``). ``whole_files``: the session moves
     whole files only (driver mode with Parquet): C1-only JIT, see the module doc."""
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     # Python workers (sharded mode) must run this interpreter, where vigil is installed
@@ -67,7 +68,7 @@ def get_session(
     b = SparkSession.builder.appName(app_name)
     if master:
         b = b.master(master)
-    elif "SPARK_SUBMIT_OPTS" not in os.environ and not os.environ.get("SPARK_ENV_LOADED"):
+    elif not ({"SPARK_SUBMIT_OPTS", "PYSPARK_GATEWAY_PORT"} & set(os.environ) or os.environ.get("SPARK_ENV_LOADED")):
         b = b.master("local[*]")
     settings = dict(DEFAULTS)
     if whole_files:

@@ -217,6 +217,7 @@ class ShardedProcessor(BaseProcessor):
                 rejected += 1
                 continue
             todo.append((max(at, P), j, op, raw))
+            st.setdefault("waiting", []).append(at)  # until the stream passes at (see _step)
         dest: dict[int, int] = {}
         for at, j, op, _ in sorted(todo, key=lambda x: (x[0], x[1])):
             ident = op.get("id") if op["op"] != "register" else op["query"]["id"]
@@ -414,6 +415,7 @@ class ShardedProcessor(BaseProcessor):
     def _step(self, st: dict, ops: list, rows: pa.Table, released: bool = False) -> tuple[pa.Table, dict, float]:
         """Operations and rows through the shards (``st`` updated): (output, counts, seconds in the shards)."""
         before = st["position"]
+        waiting0 = len(st.get("waiting", []))
         self._new_places: list[list] = []
         was_alive = set(self.in_use(st, before))
         per_ops, events, ops_rej = self.route_ops(st, ops)
@@ -438,7 +440,10 @@ class ShardedProcessor(BaseProcessor):
         c["ops_rejected"] += ops_rej
         c["rows_rejected"] += len(seq_events)
         c["rows_applied"] = n_rows - c["rows_rejected"]
-        c["ops_applied"] = len(ops) - c["ops_rejected"]
+        # operations whose at the stream has not reached wait in the shards' engines
+        st["waiting"] = [a for a in st.get("waiting", []) if a > st["position"]]
+        c["ops_waiting_before"], c["ops_waiting"] = waiting0, len(st["waiting"])
+        c["ops_applied"] = waiting0 + len(ops) - c["ops_rejected"] - len(st["waiting"])
         c["late"] = sum(1 for e in events if e["event"] == "late")
         return out, c, t_engine
 
@@ -453,6 +458,7 @@ class ShardedProcessor(BaseProcessor):
         t0 = time.perf_counter()
         last = self.store.latest()
         st = self.load(last)
+        waiting0 = len(st.get("waiting", []))
         held = self.reorder.flush()
         outs, c0 = [], {}
         if held is not None:
@@ -467,7 +473,8 @@ class ShardedProcessor(BaseProcessor):
         k = (last if last is not None else -1) + 1
         sinks.write_batch(self.cfg.out, k, pa.concat_tables(outs))
         c.update(rows_in=0, ops_in=0, rows_applied=0, ops_applied=0, late=0)
-        for key in ("rows_in", "rows_applied", "rows_rejected", "outputs"):
+        for key in ("rows_in", "rows_applied", "rows_rejected", "outputs", "ops_rejected"):
             c[key] = c.get(key, 0) + c0.get(key, 0)
+        c.update(ops_waiting_before=waiting0, ops_waiting=0, ops_applied=waiting0 - c["ops_rejected"])
         return self._report(k, c, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0.0, alive=self.alive,
                             final=True, position=P)
