@@ -173,6 +173,9 @@ def _mount() -> None:
         app.command(name="demo")(pcli.demo)
     except (ImportError, AttributeError):  # pragma: no cover
         pass
+    from .pipeline.events_cmd import events
+
+    app.command(name="events")(events)
 
 
 _mount()
