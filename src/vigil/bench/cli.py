@@ -19,7 +19,7 @@ def _bench() -> None:
 @bench_app.command("threshold")
 def threshold(
     preset: str = typer.Option(None, "--preset", help="fig3|fig4|fig5|fig6|fig7|fig8 (paper 000, §8); "
-                               "batch (issue 15: batch sizes 1..1M, dt/sweep/auto/baselines)"),
+                               "batch (not in the paper: batch sizes 1..1M, dt/sweep/auto/baselines)"),
     fit: bool = typer.Option(False, "--fit", help="refit auto's cost model on this machine and install it "
                              "as vigil/threshold/_auto_model.py (the samples go to --out)"),
     scale: float = typer.Option(None, "--scale", help="fraction of the paper's sizes (m, tau, stream); "
@@ -122,7 +122,8 @@ def joins(
 @bench_app.command("quantiles")
 def quantiles(
     preset: str = typer.Option(..., "--preset", help="fig5|fig8|fig9|fig10|fig11|fig12|fig13|fig14 (paper 004, "
-                               "§5); peers (GK vs KLL/REQ/t-digest, KLL re-answer); targets (issue 12)"),
+                               "§5); peers (GK vs KLL/REQ/t-digest, KLL re-answer); targets (1M notify "
+                               "queries vs GK alone and the KLL re-answer peer)"),
     scale: float = typer.Option(None, "--scale", help="fraction of the paper's sizes (2M queries, 5M "
                                 "elements); default 0.1"),
     algos: str = typer.Option(None, "--algos", help="comma-separated: casu, csu, su, naive, casu_noclust, "

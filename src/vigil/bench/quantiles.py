@@ -1,4 +1,4 @@
-"""``vigil bench quantiles``: paper 004's experiments (§5), scaled, plus peers and the issue's targets.
+"""``vigil bench quantiles``: paper 004's experiments (§5), scaled, plus peers and the targets preset.
 
 Presets (``--scale F`` multiplies the paper's sizes; default 0.1):
 
@@ -14,7 +14,7 @@ Presets (``--scale F`` multiplies the paper's sizes; default 0.1):
 * peers  — the GK summary against DataSketches KLL and REQ and t-digest (fastdigest): observed rank
   error, space, elements/s; and the continuous-query peer: a KLL sketch whose sorted view is
   recomputed every 1,000 elements and every notify query re-answered from it.
-* targets — the issue's targets: casu with 1M*F notify queries on uniform and semisort streams
+* targets — 1M notify queries: casu with 1M*F notify queries on uniform and semisort streams
   (elements/s, query-processing overhead over summary maintenance alone), the KLL re-answer peer on
   the same input, OQC's cluster count against QC_B's.
 

@@ -74,10 +74,10 @@ PRESETS: dict[str, Preset] = {
     "fig8": Preset("fig8", "Fig. 8: cost per operation over time (fixed load)", "fixed",
                    paper="significant speedup of DT; R-tree worse even than Baseline (update cost on heavily "
                          "overlapping rectangles)"),
-    # issue 15: fig3's workload pushed in batches of 1 .. 1M elements (batch sizes are not scaled)
+    # not in the paper: fig3's workload pushed in batches of 1 .. 1M elements (batch sizes are not scaled)
     "batch": Preset("batch", "Batch sizes: cost per operation vs elements per push (fig3 workload)", "static",
                     sweep=("batch", (1, 1000, 100_000, 1_000_000)), default_scale=0.05,
-                    paper="(not in the paper: issue 15) the fastest exact algorithm depends on m, the batch "
+                    paper="(not in the paper) the fastest exact algorithm depends on m, the batch "
                           "size and d; auto should stay within 1.2x of the best at every point"),
 }
 

@@ -1,5 +1,5 @@
 """The range of weights and thresholds the threshold family accepts, and the helper that keeps
-every implementation's int64 arithmetic exact inside it (issue 15, deliverable 4).
+every implementation's int64 arithmetic exact inside it.
 
 Contract: element weights and query thresholds are integers in [1, 2**53] (``MAX_WEIGHT``,
 ``MAX_THRESHOLD``: every integer up to 2**53 is carried exactly by JSON numbers and float64).

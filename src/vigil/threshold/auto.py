@@ -1,6 +1,6 @@
-"""``auto``: the threshold family's default (issue 15, deliverable 3). Per operator (= per engine
+"""``auto``: the threshold family's default (vigil's selector, not in the paper). Per operator (= per engine
 group) and per push, a cost model fitted on this machine predicts the cost of the push under each
-exact algorithm -- ``dt`` (paper 000, Theorem 1: O(log^(d+1) m) per element, expensive to build),
+exact algorithm -- ``dt`` (DT, Theorem 1 of Qiao, Gan, Tao: O(log^(d+1) m) per element, expensive to build),
 ``sweep`` (the batch sweep, O((B + m) log B) per push, d <= 2), ``scan`` (§3.1 Baseline,
 O(B m) per push, nothing to build) and the stabbing structure of the dimension
 (``interval_tree`` in 1D, ``seg_intv`` in 2D: O(log m + k) per element and cheap per call, the

@@ -1,4 +1,4 @@
-"""Sweep: range thresholding for large batches (issue 15, deliverable 1), exact.
+"""Sweep: range thresholding for large batches, exact (vigil's batch-aware algorithm, not in the paper).
 
 Paper 000 (Qiao, Gan, Tao, SIGMOD 2016) processes elements one at a time: its DT (Theorem 1)
 costs O(log^(d+1) m) per element and its §3.1 Baseline O(m). When elements arrive in batches of
