@@ -130,3 +130,22 @@ def test_null_rows_batch_split_never_changes_events(impl, order, notify):
     assert [r for r in want if r["event"] in ("update", "cluster_update")]
     for batch, cut in ((3, None), (64, 130), (10**6, None), (10**6, 250)):
         assert run_log(log, {"quantiles": impl}, batch=batch, cut=cut) == want, (batch, cut)
+
+
+@pytest.mark.parametrize("notify", [True, "cluster"])
+@pytest.mark.timeout(300)
+def test_a_long_run_of_rejected_rows_empties_the_window_element_by_element(notify):
+    # rows 100 at eps 0.1: buckets of 2 seqs; after element 100 come 120 rejected rows: the
+    # window keeps fewer and fewer elements (exactly known: positions without element close no
+    # bucket, so no bucket is left partly inside the window with unknown contents), then none
+    v = list(range(1, 101)) + [None] * 120
+    ops = [{"op": "register", "at": 0, "query": {"type": "quantile", "id": "q", "column": "v", "phi": 0.5,
+                                                  "epsilon": 0.1, "rows": 100, "notify": notify}}]
+    ops += [{"op": "lookup", "at": a, "id": "q"} for a in range(190, 203)]
+    log = Log(pa.table({"v": pa.array(v, pa.float64())}), ops, quantile_epsilon=0.1)
+    for batch in (1, 50, 1000):
+        got = run_log(log, batch=batch)
+        check_quantile_updates(log, got)
+        s = shown(got, "q")
+        assert [s[n] for n in (199, 200, 201)] == [100, None, None], batch
+        lookups_show_pushed_value(log, got)

@@ -193,16 +193,24 @@ class Sliding(QuantileOperator):
         uv: list[np.ndarray] = []
         p = 0
         while p < len(x):
-            # elements up to the bucket's end (or the next due trigger, for notify queries)
-            if self.open_v and seqs[p] - self.open_lo + 1 > self.B:
+            # elements up to the bucket's end (or the next due trigger, for notify queries); a
+            # bucket closes when an element arrives past its seqs and starts at an element, so
+            # positions without element (holes) change no bucket, whatever the batches
+            past = self.open_v and seqs[p] - self.open_lo + 1 > self.B
+            if past and not (holes and np.isnan(x[p])):
                 self._close()
-            if not self.open_v:  # a bucket starts at an element (not at a position without one)
-                if holes:
-                    k = int(np.searchsorted(elem, p))
-                    self.open_lo = int(seqs[elem[k]]) if k < len(elem) else int(seqs[-1]) + 1
-                else:
-                    self.open_lo = int(seqs[p])
-            end = int(np.searchsorted(seqs, self.open_lo + self.B, "left"))  # first seq past the bucket
+                past = False
+            if holes:
+                k = int(np.searchsorted(elem, p))
+                nxt = int(elem[k]) if k < len(elem) else len(x)  # the next element (index)
+                if not self.open_v:
+                    self.open_lo = int(seqs[nxt]) if nxt < len(x) else int(seqs[-1]) + 1
+            elif not self.open_v:
+                self.open_lo = int(seqs[p])
+            if past:  # holes after a full bucket: up to the next element
+                end = nxt
+            else:
+                end = int(np.searchsorted(seqs, self.open_lo + self.B, "left"))  # first seq past the bucket
             if notify:
                 due = min(self.dead[q] for q in notify)
                 end = min(end, max(p + 1, int(np.searchsorted(seqs, due + 1, "right"))))
@@ -222,7 +230,7 @@ class Sliding(QuantileOperator):
             p = end
             if notify:
                 self._expire(n)
-                bucket_full = bool(self.open_v) and n - self.open_lo + 1 >= self.B
+                bucket_full = bool(self.open_v) and n == self.open_lo + self.B - 1  # its last seq
                 todo = [q for q in notify if self.dead[q] < n or (bucket_full and self.dead[q] < n + self.B)]
                 if todo:
                     q, v = self._evaluate(todo, n)
