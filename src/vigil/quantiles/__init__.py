@@ -13,7 +13,10 @@ QuantileOperator protocol (one instance per (column, rows window or None)):
     op.push(values, seqs) -> (qids, offsets, values)
                                        # float64[n], int64[n] strictly increasing; returns the notify
                                        # updates: int64 qids, int64 offsets into the batch, float64
-                                       # values, sorted by (offset, qid)
+                                       # values, sorted by (offset, qid); rows windows: a value NaN
+                                       # is a position without element (a rejected row, which moves
+                                       # the window; the engine adapter sends them while the
+                                       # operator has notify queries)
     op.lookup(qids, n) -> float64[k]   # answers after element n; NaN when the window is empty
                                        # (a notify query: its maintained value)
     op.summary(qid, n) -> float64[m]   # the query's mergeable summary after element n (sharded mode)
