@@ -60,6 +60,8 @@ def replay(
     join_history: str = typer.Option(None, help=JOIN_HISTORY_HELP),
     batch: int = typer.Option(100_000, help="elements per engine batch"),
     quiet: bool = typer.Option(False, help="no progress bar and no summary"),
+    precompile: bool = typer.Option(True, help="on a cold numba cache, compile the workload's kernels on every "
+                                               "core first (vigil.warm)"),
 ) -> None:
     """Run an event log end to end: stream + query operations in, output events out."""
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
@@ -92,6 +94,11 @@ def replay(
         TimeElapsedColumn(), console=console, disable=quiet,
     ) as prog:
         task = prog.add_task("replay", total=table.num_rows)
+        if precompile:  # a first run compiles on every core before it needs the kernels (vigil.warm)
+            from .warm import precompile as warm_kernels
+
+            warm_kernels(table, ops, algos=algos, quantile_epsilon=quantile_epsilon, join_output=join_output,
+                         join_history=join_history)
         for start in range(0, table.num_rows, batch):
             parts.append(eng.process(table.slice(start, batch)))
             prog.update(task, advance=min(batch, table.num_rows - start))

@@ -51,6 +51,9 @@ def run_demo(workdir: str | Path = "demo-output", rows: int = 400_000, files: in
     cfg = RunConfig(stream=str(wd / "stream"), queries=str(wd / "queries"), out=str(wd / "out"),
                     checkpoint=str(wd / "checkpoint"), max_files_per_batch=1, mode=mode, shards=shards,
                     algos=dict(algos or {}), quiet=quiet)
+    from vigil import warm
+
+    warm.start(stream, ops, algos=dict(algos or {}))  # a cold numba cache compiles on every core while Spark starts
     s = run(cfg)
     # ---- summary per family
     fam_of_id = {}
