@@ -4,13 +4,19 @@ registered at position n pairs with tuples that arrived before n, docs/contract.
 By default the history is whole: O(stream) memory, which a long-running stream of window joins
 cannot afford. A run may declare a *horizon* ``(column, H)`` (``vigil replay/run --join-history
 COLUMN:H``): the history then keeps only the rows whose ``column`` value lies within H of the
-newest such value seen (rows with t <= newest - H are dropped, as are rows without a valid value
-in ``column``), so its memory is O(rows within H). Exactness is kept by refusing what the
-dropped rows would have served: once a row was dropped, a join group can be created only if it
-needs no more than the horizon -- a window join on ``column`` whose declared ``max_window`` is
-<= H (its pairs satisfy |r.t - s.t| < window <= H, so no dropped row can pair with a row still to
-come). Any other join registered after that, which would need a new group, is rejected with the
-reason; joins joining an existing group are unaffected (the group holds its own relations).
+newest such value seen *in the same relation* (rows of relation rel with t <= newest(rel) - H are
+dropped, as are rows without a valid value in ``column``), so its memory is O(rows within H).
+The newest time is per relation because time order is enforced per join group, not across the
+stream: a relation whose times lag another's keeps its rows. Exactness is kept by refusing what
+the dropped rows would have served: once a row was dropped, a join group can be created only if
+it needs no more than the horizon -- a window join on ``column`` whose declared ``max_window`` is
+<= H. Its rows to come have times >= the newest time of its relations' kept rows it accepts,
+>= newest(rel) for each of them, and the dropped rows of rel have times <= ``frontier(rel)`` <=
+newest(rel) - H, so no pair |r.t - s.t| < window <= H can reach a dropped row; the group checks
+this when it starts from the history (``frontier``) and is refused with the reason if a kept row
+it rejects left the gap open. Any other join registered after a drop, which would need a new
+group, is rejected with the reason; joins joining an existing group are unaffected (the group
+holds its own relations).
 
 Costs: ``keep`` O(rows) amortised (the history is compacted when it has doubled since the last
 compaction, one filter over it); ``add`` (sharded mode) O(history) per call.
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .events import ERROR_COLUMN, numeric_column
 from .state import bytes_table, table_bytes
@@ -47,6 +54,9 @@ class History:
         self.tables: list[pa.Table] = []
         self.dropped = 0  # rows not kept (older than the horizon, or without a time)
         self.newest = -np.inf  # newest value of the horizon's column kept so far
+        self.newest_rel: dict[str, float] = {}  # per relation
+        self.dropped_rel: dict[str, float] = {}  # per relation: the newest time of a dropped row
+        self.floor = -np.inf  # snapshots before per-relation horizons: every relation dropped up to it
         self._rows = 0
         self._at_compaction = 0
 
@@ -115,26 +125,49 @@ class History:
             vals[np.fromiter(bad, np.int64, len(bad))] = np.nan
         return vals
 
-    def _admit(self, t: pa.Table) -> pa.Table:
-        """Rows of t within the horizon of the newest time (t included); the others are dropped."""
+    def frontier(self, rel: str) -> float:
+        """The newest time of a dropped row of relation ``rel`` (-inf: none dropped)."""
+        return max(self.dropped_rel.get(rel, -np.inf), self.floor)
+
+    def _rels(self, t: pa.Table) -> tuple[list[str], np.ndarray]:
+        """(relation names, per-row index into them) of t's ``rel`` column."""
+        if "rel" not in t.column_names:
+            return [""], np.zeros(t.num_rows, np.int64)
+        enc = pc.dictionary_encode(pc.cast(t.column("rel").combine_chunks(), pa.string()).fill_null(""))
+        return enc.dictionary.to_pylist(), np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
+
+    def _filter(self, t: pa.Table, learn: bool) -> pa.Table:
+        """Rows of t within the horizon of their relation's newest time (t's rows included when
+        ``learn``); the others are dropped (counted, and their relation's frontier moved)."""
         times = self._times(t)
+        names, code = self._rels(t)
         finite = np.isfinite(times)
-        if finite.any():
+        newest = np.array([self.newest_rel.get(r, -np.inf) for r in names])
+        if learn and finite.any():
+            np.maximum.at(newest, code[finite], times[finite])
+            self.newest_rel.update(zip(names, newest.tolist(), strict=True))
             self.newest = max(self.newest, float(times[finite].max()))
-        keep = finite & (times > self.newest - self.horizon[1])  # type: ignore[index]
+        keep = finite & (times > newest[code] - self.horizon[1])  # type: ignore[index]
         if keep.all():
             return t
+        gone = ~keep & finite
+        if gone.any():
+            front = np.full(len(names), -np.inf)
+            np.maximum.at(front, code[gone], times[gone])
+            for r, f in zip(names, front.tolist(), strict=True):
+                if f > -np.inf:
+                    self.dropped_rel[r] = max(self.dropped_rel.get(r, -np.inf), f)
         self.dropped += int((~keep).sum())
         return t.filter(pa.array(keep))
+
+    def _admit(self, t: pa.Table) -> pa.Table:
+        return self._filter(t, learn=True)
 
     def _compact(self) -> None:
         if not self.tables:
             return
         t = pa.concat_tables(self.tables, promote_options="permissive") if len(self.tables) > 1 else self.tables[0]
-        keep = self._times(t) > self.newest - self.horizon[1]  # type: ignore[index]
-        if not keep.all():
-            self.dropped += int((~keep).sum())
-            t = t.filter(pa.array(keep))
+        t = self._filter(t, learn=False)
         self.tables = [t] if t.num_rows else []
         self._rows = self._at_compaction = t.num_rows
 
@@ -143,7 +176,8 @@ class History:
         t = pa.concat_tables(self.tables, promote_options="permissive") if self.tables else None
         return {"rows": np.frombuffer(table_bytes(t) if t is not None else b"", np.uint8),
                 "horizon": "" if self.horizon is None else f"{self.horizon[0]}:{self.horizon[1]!r}",
-                "dropped": self.dropped, "newest": float(self.newest)}
+                "dropped": self.dropped, "newest": float(self.newest),
+                "newest_rel": dict(self.newest_rel), "dropped_rel": dict(self.dropped_rel), "floor": self.floor}
 
     @staticmethod
     def state_rows(s) -> np.ndarray:
@@ -163,4 +197,12 @@ class History:
             h._rows = h._at_compaction = t.num_rows
         h.dropped = int(s.get("dropped", 0))
         h.newest = float(s.get("newest", -np.inf))
+        h.floor = float(s.get("floor", -np.inf))
+        if "newest_rel" in s:
+            h.newest_rel = {str(k): float(v) for k, v in s["newest_rel"].items()}
+            h.dropped_rel = {str(k): float(v) for k, v in s["dropped_rel"].items()}
+        elif h.horizon is not None and h.dropped:  # one newest time over every relation was kept
+            h.floor = h.newest - h.horizon[1]
+            if h.tables:  # the kept rows' newest per relation (rows older than the floor are gone)
+                h.newest_rel = dict.fromkeys(h._rels(h.tables[0])[0], h.newest)
         return h

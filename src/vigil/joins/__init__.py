@@ -12,7 +12,11 @@ range columns and time column):
         key:   float64[n] join column (band) or int64[n] dictionary codes of the equality column
         attrs: float64[n, a] the side's range-selection columns, in sorted column-name order
                (a = 0 for band joins)
-        times: float64[n] for window joins, else None
+        times: float64[n] for window joins, else None; non-decreasing (NaN ignored) and >= every
+               time stored before: an insert that goes back in time raises ValueError
+    op.preload(side, seqs, key, attrs, times)   # tuples that arrived earlier, in any order
+        (seqs unique, not stored before; times in any order); nothing is output. The engine
+        starts a join group created late from the history this way.
     op.retain(max_window)              # window joins only, optional: every query's window <= it
     op.state() / Impl.from_state(state)
 
@@ -50,6 +54,12 @@ class JoinOperator(ABC):
     def insert(
         self, side: str, seqs: np.ndarray, key: np.ndarray, attrs: np.ndarray, times: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def preload(
+        self, side: str, seqs: np.ndarray, key: np.ndarray, attrs: np.ndarray, times: np.ndarray | None
+    ) -> None:
+        """Store tuples that arrived earlier (any order of seqs and times); nothing is output."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement preload")
 
     def retain(self, max_window: float) -> None:
         """Declare that every window of this (window-join) operator is <= ``max_window``; an

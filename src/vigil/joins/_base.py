@@ -9,8 +9,9 @@ may arrive):
 * band:   the finite keys in ascending order (``asc``) and their negations ascending (``neg``),
   with seqs: the B-tree on S(B) (and on R(B)); tuples with a non-finite key never join.
 * select/window: the tuples with a non-NaN attribute sorted by (key, attr): the B-tree on
-  S(B, C); window joins also keep the (key, seq) order (= (key, T), times being monotone): the
-  B-tree on S(B, T).
+  S(B, C); window joins also keep the (key, storage) order, which is (key, T): inserts must come
+  in time order (checked, ValueError otherwise) and preloaded tuples are merged in time order:
+  the B-tree on S(B, T).
 
 Arriving batches go to a small sorted buffer part (O(B + b log b) per batch of b tuples) merged
 into the main part when it outgrows max(2048, N/8) (O(N)); probes run over both parts.
@@ -53,6 +54,28 @@ def _kx_positions(k: np.ndarray, x: np.ndarray, nk: np.ndarray, nx: np.ndarray) 
                 hi = mid
         out[i] = lo
     return out
+
+
+def distinct_pairs(i: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (i, q) pairs (i >= 0), sorted by (i, q): one sort of the int64 key
+    i * span + (q - min q) (np.unique(axis=0) sorts row records, ~15x slower; numpy 2's 1-D
+    np.unique as slow again), or a lexsort when that key could overflow."""
+    q0 = int(q.min())
+    span = int(q.max()) - q0 + 1
+    if span * (int(i.max()) + 1) < 2**62:
+        key = i * span + (q - q0)
+        key.sort()
+        keep = np.empty(len(key), bool)
+        keep[0] = True
+        np.not_equal(key[1:], key[:-1], out=keep[1:])
+        ui, uq = np.divmod(key[keep], span)
+        return ui, uq + q0
+    o = np.lexsort((q, i))
+    i, q = i[o], q[o]
+    keep = np.empty(len(i), bool)
+    keep[0] = True
+    keep[1:] = (i[1:] != i[:-1]) | (q[1:] != q[:-1])
+    return i[keep], q[keep]
 
 
 class _Index:
@@ -153,20 +176,28 @@ class _Side:
         """Drop the stored tuples with time <= ``cutoff`` once they are at least as many as the
         kept ones (and BUF_MIN): the kept suffix is re-indexed in O(N log N), so the amortized cost
         is O(log N) per tuple and the memory at most ~2x what the horizon can still use. Times
-        are non-decreasing in arrival order (checked by the operator). True if it compacted."""
+        are non-decreasing in storage order (checked by the operator). True if it compacted."""
         t = self.t.view
         gone = int(np.searchsorted(t, cutoff, side="right"))
         if gone < max(self.BUF_MIN, len(t) - gone):
             return False
-        keep = [g.view[gone:].copy() for g in (self.seqs, self.keys, self.x, self.t)]
-        self.seqs, self.keys, self.x, self.t = (GrowableArray.of(a, a.dtype) for a in keep)
+        self.reset(*(g.view[gone:].copy() for g in (self.seqs, self.keys, self.x, self.t)))
+        return True
+
+    def raw(self) -> list[np.ndarray]:
+        """The stored tuples (seqs, keys, x, t), in storage order."""
+        return [g.view for g in (self.seqs, self.keys, self.x, self.t)]
+
+    def reset(self, seqs, keys, x, t) -> None:
+        """Replace the stored tuples (in storage order: time order for window joins) and re-index
+        them, O(N log N); caches over the raw columns restart (``gen``)."""
+        self.seqs, self.keys, self.x, self.t = (GrowableArray.of(a, a.dtype) for a in (seqs, keys, x, t))
         self.gen += 1
         self.main = _Index(self.kind)
         self.buf = _Index(self.kind)
         self._buf_from = 0
-        if len(keep[0]):
-            self.main.add(*keep)
-        return True
+        if len(seqs):
+            self.main.add(seqs, keys, x, t)
 
     def nbytes(self) -> int:
         return (sum(a.nbytes for p in (self.main, self.buf) for a in p.arrays())
@@ -196,7 +227,9 @@ class JoinBase(JoinOperator):
         self.counted = 0
         self._dirty = True
         self.horizon = INF  # window joins: the declared max_window (retain); stored tuples older are dropped
-        self._t_last = -INF
+        self._t_last = -INF  # window joins: the newest time stored (inserts must not go below it)
+        self._held: dict[str, list[tuple[np.ndarray, ...]]] = {}  # preloaded tuples not merged yet
+        self._n_held = 0
 
     def retain(self, max_window: float) -> None:
         """Window joins: every query of this operator has window <= ``max_window`` (a query with a
@@ -274,6 +307,47 @@ class JoinBase(JoinOperator):
 
     # ------------------------------------------------------------------ tuples
 
+    def _columns(self, side, seqs, key, attrs, times, n):
+        """(key, x, t) of ``n`` tuples of ``side``, checked (attrs width; window times, which
+        must not be NaN under a max_window)."""
+        me = self.sides[side]
+        key = np.ascontiguousarray(key, np.float64 if self.kind == "band" else np.int64)
+        attrs = np.zeros((n, 0)) if attrs is None else np.asarray(attrs, np.float64).reshape(n, -1)
+        if me.width is None:
+            me.width = attrs.shape[1]
+        if attrs.shape[1] != me.width:
+            raise ValueError(f"attrs have {attrs.shape[1]} column(s) but this operator's tuples have {me.width}")
+        x = np.ascontiguousarray(attrs[:, 0]) if attrs.shape[1] else np.zeros(n)
+        if self.kind != "window":
+            return key, x, np.full(n, np.nan)
+        if times is None:
+            raise ValueError("window joins need times")
+        t = np.ascontiguousarray(times, np.float64)
+        if self.horizon < INF and np.isnan(t).any():
+            raise ValueError("a window join with max_window needs non-NaN times")
+        return key, x, t
+
+    def _check_order(self, t: np.ndarray) -> float:
+        """Window joins: the non-NaN times of an insert must be non-decreasing and >= every time
+        stored before (the (key, T) index and the trims read arrival order as time order); one
+        vectorised pass. Returns the newest time."""
+        if len(t) == 1:  # the one-tuple path: no numpy call
+            v = float(t[0])
+            if v < self._t_last:
+                raise ValueError(f"window join times must be non-decreasing: time {v:g} arrives after "
+                                 f"{self._t_last:g} (insert tuples in time order; tuples that arrived "
+                                 f"earlier go through preload())")
+            return self._t_last if v != v else v
+        tt = t[~np.isnan(t)] if np.isnan(t).any() else t
+        if not len(tt):
+            return self._t_last
+        if tt[0] < self._t_last or (len(tt) > 1 and bool((tt[1:] < tt[:-1]).any())):
+            prev = np.maximum.accumulate(np.r_[self._t_last, tt[:-1]])
+            j = int(np.argmax(tt < prev))
+            raise ValueError(f"window join times must be non-decreasing: time {tt[j]:g} arrives after {prev[j]:g} "
+                             f"(insert tuples in time order; tuples that arrived earlier go through preload())")
+        return float(tt[-1])
+
     def insert(self, side, seqs, key, attrs=None, times=None):
         if side not in SIDES:
             raise ValueError(f"side must be 'left' or 'right', not {side!r}")
@@ -283,23 +357,12 @@ class JoinBase(JoinOperator):
         if n == 0:
             return empty, empty, empty.copy()
         me = self.sides[side]
-        key = np.ascontiguousarray(key, np.float64 if self.kind == "band" else np.int64)
-        attrs = np.zeros((n, 0)) if attrs is None else np.asarray(attrs, np.float64).reshape(n, -1)
-        if me.width is None:
-            me.width = attrs.shape[1]
-        if attrs.shape[1] != me.width:
-            raise ValueError(f"attrs have {attrs.shape[1]} column(s) but this operator's tuples have {me.width}")
-        x = np.ascontiguousarray(attrs[:, 0]) if attrs.shape[1] else np.zeros(n)
-        if self.kind == "window":
-            if times is None:
-                raise ValueError("window joins need times")
-            t = np.ascontiguousarray(times, np.float64)
-            if self.horizon < INF and (np.isnan(t).any() or t[0] < self._t_last or np.any(np.diff(t) < 0)):
-                raise ValueError("a window join with max_window needs non-NaN, non-decreasing times")
-        else:
-            t = np.full(n, np.nan)
+        key, x, t = self._columns(side, seqs, key, attrs, times, n)
+        t_new = self._check_order(t) if self.kind == "window" else self._t_last
         if np.any(np.diff(seqs) <= 0) or (self._last_seq is not None and seqs[0] <= self._last_seq):
             raise ValueError("seqs must be strictly increasing and larger than every seq inserted before")
+        if self._held and self.q:
+            self._merge_held()
         other = self.sides["right" if side == "left" else "left"]
         if self.q and len(other.seqs):
             if self._dirty:
@@ -310,12 +373,53 @@ class JoinBase(JoinOperator):
             q, i, o, cnt = empty, empty, empty, 0
         me.add(seqs, key, x, t)
         self._last_seq = int(seqs[-1])
+        self._t_last = t_new
         if self.horizon < INF:
-            self._t_last = float(t[-1])
-            for s in SIDES:
-                if self.sides[s].trim(self._t_last - self.horizon):
-                    self._compacted(s)
+            self._trim()
         return self._assemble(side, seqs, q, i, o, cnt)
+
+    def preload(self, side, seqs, key, attrs=None, times=None) -> None:
+        """Store tuples that arrived earlier, outside :meth:`insert`'s order: nothing is output.
+        ``seqs`` unique and not stored before, in any order; window ``times`` in any order (an
+        insert afterwards continues with seqs above every stored one and times >= the newest).
+        The tuples are held and merged into the stored side's time order (O(N log N), the side
+        re-indexed) before the next probe with queries alive, or once the held tuples reach a
+        quarter of the stored ones: amortized O(log N) per tuple."""
+        if side not in SIDES:
+            raise ValueError(f"side must be 'left' or 'right', not {side!r}")
+        seqs = np.array(seqs, np.int64)
+        n = len(seqs)
+        if n == 0:
+            return
+        key, x, t = self._columns(side, seqs, key, attrs, times, n)
+        if len(np.unique(seqs)) < n:
+            raise ValueError("preload: seqs must be unique")
+        self._held.setdefault(side, []).append((seqs, key.copy(), x.copy(), t.copy()))
+        self._n_held += n
+        self._last_seq = max(int(seqs.max()), self._last_seq if self._last_seq is not None else -1)
+        if self.kind == "window" and not np.isnan(t).all():
+            self._t_last = max(self._t_last, float(np.nanmax(t)))
+        stored = sum(len(sd.seqs) for sd in self.sides.values())
+        if self._n_held >= max(_Side.BUF_MIN, stored // 4):
+            self._merge_held()
+
+    def _merge_held(self) -> None:
+        """Merge the preloaded tuples into their sides (window joins: stored in (time, seq) order)."""
+        for side, parts in self._held.items():
+            me = self.sides[side]
+            cols = [np.concatenate([c, *(p[j] for p in parts)]) for j, c in enumerate(me.raw())]
+            o = np.lexsort((cols[0], cols[3])) if self.kind == "window" else np.argsort(cols[0], kind="stable")
+            me.reset(*(c[o] for c in cols))
+            self._compacted(side)
+        self._held, self._n_held = {}, 0
+        self._dirty = True
+        if self.horizon < INF:
+            self._trim()
+
+    def _trim(self) -> None:
+        for s in SIDES:
+            if self.sides[s].trim(self._t_last - self.horizon):
+                self._compacted(s)
 
     def _assemble(self, side, seqs, q, i, o, cnt):
         empty = np.empty(0, np.int64)
@@ -325,8 +429,8 @@ class JoinBase(JoinOperator):
         if self.mode == 1:
             if not len(q):
                 return empty, empty, empty.copy()
-            u = np.unique(np.stack([i, q], 1), axis=0)
-            return u[:, 1].copy(), seqs[u[:, 0]], np.full(len(u), -1, np.int64)
+            ui, uq = distinct_pairs(i, q)
+            return uq, seqs[ui], np.full(len(ui), -1, np.int64)
         mine = seqs[i]
         r, s = (mine, o) if side == "left" else (o, mine)
         order = np.lexsort((s, r, q, i))
@@ -335,6 +439,8 @@ class JoinBase(JoinOperator):
     # ------------------------------------------------------------------ snapshot
 
     def state(self) -> dict[str, Any]:
+        if self._held:
+            self._merge_held()
         ids = sorted(self.specs)
         st: dict[str, Any] = {"kind": self.kind, "output": self.output, "last_seq": self._last_seq,
                               "qids": np.array(ids, np.int64), "specs": [self.specs[i].dump() for i in ids],
@@ -350,7 +456,6 @@ class JoinBase(JoinOperator):
         op = cls(s["kind"], s["output"])
         if s.get("horizon", INF) < INF:
             op.retain(float(s["horizon"]))
-            op._t_last = float(s["t_last"])
         for qid, spec in zip(np.asarray(s["qids"]).tolist(), s["specs"], strict=True):
             op.register(int(qid), parse_query(spec))
         for side in SIDES:
@@ -362,6 +467,10 @@ class JoinBase(JoinOperator):
                    np.asarray(d["x"], np.float64), np.asarray(d["t"], np.float64))
         op._last_seq = None if s["last_seq"] is None else int(s["last_seq"])
         op.counted = int(s.get("counted", 0))
+        if op.kind == "window":  # snapshots before every window join kept it: the newest stored time
+            t = np.concatenate([op.sides[side].t.view for side in SIDES])
+            t = t[~np.isnan(t)]
+            op._t_last = max(float(s.get("t_last", -INF)), float(t.max()) if len(t) else -INF)
         return op
 
     # ------------------------------------------------------------------ subclass API
@@ -373,4 +482,5 @@ class JoinBase(JoinOperator):
         raise NotImplementedError
 
     def nbytes(self) -> int:
-        return sum(sd.nbytes() for sd in self.sides.values())
+        held = sum(a.nbytes for parts in self._held.values() for p in parts for a in p)
+        return held + sum(sd.nbytes() for sd in self.sides.values())

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..group import Codes, Cols, Group, Segment, monotone
+from ..errors import HistoryRefused
+from ..group import Codes, Cols, Group, monotone
 
 
 class JoinGroup(Group):
@@ -68,44 +69,100 @@ class JoinGroup(Group):
     def register(self, qid, spec, start):
         self.op.register(qid, spec)
 
+    def _tuples(self, cols, r, sname):
+        """(key, attrs, times) of rows ``r`` of side ``sname``."""
+        p = self.params
+        if self.key_kind == "num":
+            key = cols.get(p[f"{sname}_on"], "num")[0][r]
+        else:
+            key = self.codes.encode(cols.get(p[f"{sname}_on"], "key")[0][r])
+        names = p.get(f"{sname}_cols", [])
+        attrs = np.empty((len(r), len(names)), np.float64)
+        for j, c in enumerate(names):
+            attrs[:, j] = cols.get(c, "num")[0][r]
+        times = cols.get(p["time_column"], "time")[0][r] if p.get("time_column") else None
+        return key, attrs, times
+
+    def _sides(self, cols, rows):
+        """Runs (side name, start, end) of ``rows`` on one side."""
+        side = np.where(cols.get("rel", "key")[0][rows] == self.params["left"], 0, 1)
+        cut = np.flatnonzero(np.diff(side)) + 1
+        for a, b in zip(np.r_[0, cut], np.r_[cut, len(rows)], strict=True):
+            yield ("left" if side[a] == 0 else "right"), a, b
+
     def feed(self, cols, rows, seqs, seg):
         if not len(rows):
             return
-        rel = cols.get("rel", "key")[0][rows]
-        side = np.where(rel == self.params["left"], 0, 1)
-        cut = np.flatnonzero(np.diff(side)) + 1
-        for a, b in zip(np.r_[0, cut], np.r_[cut, len(rows)], strict=True):
-            sname = "left" if side[a] == 0 else "right"
-            r = rows[a:b]
-            p = self.params
-            if self.key_kind == "num":
-                key = cols.get(p[f"{sname}_on"], "num")[0][r]
+        late = None
+        if not self.qids and self.time_column():  # no query judges the times: a row may go back
+            t = cols.get(self.time_column(), "time")[0][rows]
+            late = ~monotone(t, np.ones(len(rows), bool), self.t_last)
+            if late.any():  # rows in time order are inserted, the others preloaded after them
+                rows, seqs, late = rows[~late], seqs[~late], (rows[late], seqs[late])
             else:
-                key = self.codes.encode(cols.get(p[f"{sname}_on"], "key")[0][r])
-            names = p.get(f"{sname}_cols", [])
-            attrs = np.empty((len(r), len(names)), np.float64)
-            for j, c in enumerate(names):
-                attrs[:, j] = cols.get(c, "num")[0][r]
-            times = cols.get(p["time_column"], "time")[0][r] if p.get("time_column") else None
+                late = None
+        for sname, a, b in self._sides(cols, rows):
+            key, attrs, times = self._tuples(cols, rows[a:b], sname)
             if times is not None:
-                self.t_last = float(times[-1])
+                self.t_last = max(self.t_last, float(times[-1]))
             q, x, y = self.op.insert(sname, seqs[a:b], key, attrs, times)
             if len(q):
                 if self.engine.join_output == "affected":
                     seg.add("affected", q, x)
                 else:
                     seg.add("join", q, np.maximum(x, y), x, y)
+        if late is not None:
+            self.preload(cols, *late)
 
-    def bootstrap(self, history: list[pa.Table]) -> None:
-        """Store the relations' earlier rows (no query is alive yet, so nothing is output)."""
-        for t in history:
+    def preload(self, cols, rows, seqs) -> None:
+        """Store rows that arrived earlier, in any time order (nothing is output)."""
+        side = np.where(cols.get("rel", "key")[0][rows] == self.params["left"], 0, 1)
+        for k, sname in enumerate(("left", "right")):
+            r = rows[side == k]
+            if len(r):
+                key, attrs, times = self._tuples(cols, r, sname)
+                if times is not None:
+                    self.t_last = max(self.t_last, float(times.max()))
+                self.op.preload(sname, seqs[side == k], key, attrs, times)
+
+    def bootstrap(self, history) -> None:
+        """Store the relations' earlier rows (no query is alive yet, so nothing is output): every
+        row valid for the group's columns, whatever its time order (the group did not exist when
+        they arrived; the times of the rows after it must not go below the newest). A bounded
+        history (``--join-history``) that dropped rows a window of this group could pair with a
+        row still to come refuses the group (HistoryRefused, with the reason)."""
+        tables = list(history)
+        if tables:
+            t = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
             cols = Cols(t)
             idx = np.arange(t.num_rows)
             seqs = np.asarray(t.column("seq").to_numpy(zero_copy_only=False), np.int64)
             ok = self._ok_rows(cols, idx)
-            self.feed(cols, idx[ok], seqs[ok], Segment())
+            if ok.any():
+                self.preload(cols, idx[ok], seqs[ok])
+        why = self._history_gap(history)
+        if why:
+            raise HistoryRefused(why)
+
+    def _history_gap(self, history) -> str | None:
+        """Why rows the history dropped could still pair with rows to come, or None. A row
+        arriving later has time >= t_last; a dropped row of relation rel has time <= its
+        frontier(rel); they pair only if the difference is below a window <= max_window."""
+        frontier = getattr(history, "frontier", None)
+        w = self.params.get("max_window")
+        if frontier is None or w is None or not getattr(history, "dropped", 0):
+            return None
+        for rel in (self.params["left"], self.params["right"]):
+            f = frontier(rel)
+            if self.t_last - f < w:
+                return (f"join history: this run dropped rows of {rel!r} up to {self.time_column()!r} = {f:g} "
+                        f"(--join-history), and the rows this join keeps from the history end at "
+                        f"{self.t_last:g}: a row arriving now could pair with a dropped one within max_window {w:g}")
+        return None
 
     def _ok_rows(self, cols: Cols, idx: np.ndarray) -> np.ndarray:
+        """Rows of ``idx`` this group stores: its relations' rows whose columns are valid (the
+        rows of a group without queries, and its history; no time order is required of them)."""
         ok = np.zeros(len(idx), bool)
         for mask, refs in self.checks(cols, idx):
             m = mask.copy()
@@ -115,9 +172,6 @@ class JoinGroup(Group):
                     if pos < len(idx) and idx[pos] == r:
                         m[pos] = False
             ok |= m
-        if self.time_column():
-            t = cols.get(self.time_column(), "time")[0][idx]
-            ok &= monotone(t, ok, self.t_last)
         return ok
 
     def state(self):

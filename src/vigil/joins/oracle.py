@@ -203,6 +203,26 @@ class JoinOracle(JoinOperator):
             self._last_seq = int(seqs[-1])
         return np.array(out_q, dtype=np.int64), _cat(out_r), _cat(out_s)
 
+    def preload(self, side, seqs, key, attrs=None, times=None) -> None:
+        """Store tuples that arrived earlier (any order: the oracle scans every stored tuple)."""
+        if side not in SIDES:
+            raise ValueError(f"side must be 'left' or 'right', not {side!r}")
+        seqs = np.asarray(seqs, dtype=np.int64)
+        n = len(seqs)
+        if n == 0:
+            return
+        me = self.sides[side]
+        attrs = np.zeros((n, 0)) if attrs is None else np.asarray(attrs, dtype=np.float64).reshape(n, -1)
+        if self.kind == "window" and times is None:
+            raise ValueError("window joins need times")
+        times = np.asarray(times, np.float64) if self.kind == "window" else np.full(n, math.nan)
+        me.fix_width(attrs.shape[1])
+        me.seqs.extend(seqs)
+        me.keys.extend(np.asarray(key, dtype=me.key_dtype))
+        me.attrs.extend(attrs)
+        me.times.extend(times)
+        self._last_seq = max(int(seqs.max()), self._last_seq if self._last_seq is not None else -1)
+
     # ------------------------------------------------------------------ snapshot
 
     def state(self) -> dict[str, Any]:
