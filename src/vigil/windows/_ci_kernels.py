@@ -390,15 +390,16 @@ def push_batch(vals, times, keys, seqs, i0, last_seq, tmax, ip, pool, krec, kf, 
 
 
 @numba.njit(**NJ)
-def gather_rows(qmap, Q, QS, qids):
-    """(rows of Q and starts QS of the qids, index of the first qid not in ``qmap``, -1 when none)."""
+def gather_rows(qmap, Q, qids):
+    """(rows of Q of the qids, index of the first qid not in ``qmap``, -1 when none). The rows are
+    bit copies through the int64 view (column 1, the start, is an int64)."""
+    Qi = Q.view(np.int64)
     out = np.empty((len(qids), Q.shape[1]), np.float64)
-    starts = np.empty(len(qids), np.int64)
+    oi = out.view(np.int64)
     for i in range(len(qids)):
         q = qids[i]
         s = qmap[q] if 0 <= q < len(qmap) else -1
         if s < 0:
-            return out, starts, i
-        out[i] = Q[s]
-        starts[i] = QS[s]
-    return out, starts, -1
+            return out, i
+        oi[i] = Qi[s]
+    return out, -1

@@ -313,26 +313,27 @@ def lookup_ci(q_T, q_start, q_lo, q_hi, q_eps, t_now, nkeys, lmin, nlev, lo_tab,
 
 
 @numba.njit(**NJ)
-def lookup_naive_batch(Q, S, t_now, ip, pool, krec, kf):
+def lookup_naive_batch(Q, t_now, ip, pool, krec, kf):
     """:func:`lookup_naive` / :func:`lookup_naive_probe` with fewer arguments: ``Q`` rows
-    (T, lo, hi, eps), ``S`` the starts (int64), ``ip`` = (nkeys, is_sum, integral, ci_ok, unit,
-    probe); records as in :func:`._ci_kernels.push_batch`."""
+    (T, start, lo, hi, eps), start an int64 read through the int64 view, ``ip`` = (nkeys, is_sum,
+    integral, ci_ok, unit, probe); records as in :func:`._ci_kernels.push_batch`."""
     p_seq = pool.view(np.int64)[:, 0]
+    S = Q.view(np.int64)[:, 1]
     if ip[5]:
-        return lookup_naive_probe(Q[:, 0], S, Q[:, 1], Q[:, 2], t_now, ip[0], ip[1] != 0, ip[2] != 0,
+        return lookup_naive_probe(Q[:, 0], S, Q[:, 2], Q[:, 3], t_now, ip[0], ip[1] != 0, ip[2] != 0,
                                   ip[3] != 0, ip[4] != 0, p_seq, pool[:, 1], pool[:, 2], pool[:, 3],
                                   krec[:, 0], krec[:, 1], krec[:, 2], krec[:, 3], kf[:, 0], krec[:, 4], kf[:, 1],
                                   krec[:, 5], kf[:, 2])
-    return lookup_naive(Q[:, 0], S, Q[:, 1], Q[:, 2], t_now, ip[0], ip[1] != 0, ip[2] != 0,
+    return lookup_naive(Q[:, 0], S, Q[:, 2], Q[:, 3], t_now, ip[0], ip[1] != 0, ip[2] != 0,
                         p_seq, pool[:, 1], pool[:, 2], pool[:, 3], krec[:, 0], krec[:, 1], krec[:, 2],
                         krec[:, 3], kf[:, 0], krec[:, 4], kf[:, 1])
 
 
 @numba.njit(**NJ)
-def lookup_ci_batch(Q, S, t_now, ip, lo_tab, w_tab, pool, krec, kf, H, hp, stack, cand):
-    """:func:`lookup_ci` with fewer arguments: ``Q`` rows (T, lo, hi, eps), ``S`` the starts,
+def lookup_ci_batch(Q, t_now, ip, lo_tab, w_tab, pool, krec, kf, H, hp, stack, cand):
+    """:func:`lookup_ci` with fewer arguments: ``Q`` rows as in :func:`lookup_naive_batch`,
     ``ip`` = (nkeys, lmin, nlev, is_sum, integral, ci_ok, unit)."""
-    return lookup_ci(Q[:, 0], S, Q[:, 1], Q[:, 2], Q[:, 3], t_now, ip[0], ip[1], ip[2], lo_tab, w_tab,
+    return lookup_ci(Q[:, 0], Q.view(np.int64)[:, 1], Q[:, 2], Q[:, 3], Q[:, 4], t_now, ip[0], ip[1], ip[2], lo_tab, w_tab,
                      ip[3] != 0, ip[4] != 0, ip[5] != 0, ip[6] != 0, pool.view(np.int64)[:, 0], pool[:, 1],
                      pool[:, 2], pool[:, 3], krec[:, 0], krec[:, 1], krec[:, 2], krec[:, 3], kf[:, 0], krec[:, 5],
                      kf[:, 2], H, H.view(np.int64), hp, stack, cand)

@@ -144,11 +144,11 @@ class CI(SubstreamNaive):
 
     def lookup(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> list[np.ndarray]:
         self._check_position(n)
-        Q, S = self._query_rows(np.asarray(qids, dtype=np.int64))
+        Q = self._query_rows(np.asarray(qids, dtype=np.int64))
         a = self.a
         ip = self._ip(self.nkeys, min(self.lmin, self.p * self.G), self.p * self.G, self.agg == "sum",
                       self.agg == "count" or self.integral, self.ci_ok(), self.agg == "count")
-        out, offs, checked = lookup_ci_batch(Q, S, float(t_now), ip, self.lo_tab, self.w_tab, a["pool"], a["krec"],
+        out, offs, checked = lookup_ci_batch(Q, float(t_now), ip, self.lo_tab, self.w_tab, a["pool"], a["krec"],
                                              a["kf"], self.H, self.hp, self.stack, self.cand)
         self.checked += int(checked)
         return self._split(out, offs)

@@ -55,7 +55,8 @@ def _pool(size: int) -> dict[str, np.ndarray]:
 
 
 _QMAP_MAX = 1 << 24
-_QUERY = {"q_T": np.float64, "q_lo": np.float64, "q_hi": np.float64, "q_eps": np.float64}  # + q_start (int64)
+_QUERY = {"q_T": np.float64, "q_start": np.int64, "q_lo": np.float64, "q_hi": np.float64, "q_eps": np.float64}
+_START = 1  # the column of q_start: int64, read and written only through the int64 view of Q
 _EMPTY_HEAP = (np.zeros((1, 1, 3), np.float64), np.zeros((1, 1), np.int32))
 
 
@@ -78,11 +79,11 @@ class SubstreamNaive(SubstreamOperator):
         self.last_seq = 0
         self.integral = True  # every non-null value so far an integer, running totals < 2^53
         self.nonneg = True  # ... and none negative or infinite (CI-SUM needs both)
-        # queries: qid -> slot, a row of Q = (T, lo, hi, eps) (q_* are its column views) and QS[slot]
-        # = start (int64: seqs are int64 and compared exactly)
+        # queries: qid -> slot, a row of Q = (T, start, lo, hi, eps) (q_* are its column views; start
+        # is an int64 in the float64 record, as seqs are int64 and compared exactly)
         self.slot: dict[int, int] = {}
         self.qmap = np.full(16, -1, np.int64)  # the same map as an array, for qids < _QMAP_MAX
-        self._set_q(np.zeros((0, len(_QUERY))), np.zeros(0, np.int64))
+        self._set_q(np.zeros((0, len(_QUERY))))
         self.free: list[int] = []
         self._tmax = 0.0
         self._ips: dict[tuple, np.ndarray] = {}
@@ -99,20 +100,18 @@ class SubstreamNaive(SubstreamOperator):
             s = self.free.pop()
         else:
             s = len(self.Q)
-            grow = max(4, len(self.Q))
-            self._set_q(np.concatenate([self.Q, np.zeros((grow, len(_QUERY)))]),
-                        np.concatenate([self.QS, np.zeros(grow, np.int64)]))
+            self._set_q(np.concatenate([self.Q, np.zeros((max(4, len(self.Q)), len(_QUERY)))]))
             self.free.extend(range(len(self.Q) - 1, s, -1))
-        self.Q[s] = (float(spec.time), lo, hi, math.nan if spec.epsilon is None else float(spec.epsilon))
-        self.QS[s] = int(start)
+        self.Q[s] = (float(spec.time), 0.0, lo, hi, math.nan if spec.epsilon is None else float(spec.epsilon))
+        self.q["q_start"][s] = int(start)
         self.slot[qid] = s
         self._map(qid, s)
         self._tmax = max(self._tmax, float(spec.time))
 
-    def _set_q(self, Q: np.ndarray, QS: np.ndarray) -> None:
+    def _set_q(self, Q: np.ndarray) -> None:
         self.Q = Q
-        self.QS = QS
         self.q = {name: Q[:, i] for i, name in enumerate(_QUERY)}
+        self.q["q_start"] = Q.view(np.int64)[:, _START]
 
     def _map(self, qid: int, s: int) -> None:
         if 0 <= qid < _QMAP_MAX:
@@ -212,16 +211,15 @@ class SubstreamNaive(SubstreamOperator):
         self.last_seq = int(seqs[-1])
 
     # ------------------------------------------------------------------------- lookup
-    def _query_rows(self, qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The rows (T, lo, hi, eps) and the starts (int64) of the queries ``qids``."""
-        rows, starts, bad = gather_rows(self.qmap, self.Q, self.QS, qids)
+    def _query_rows(self, qids: np.ndarray) -> np.ndarray:
+        """The rows (T, start, lo, hi, eps) of the queries ``qids`` (bit copies: start stays int64)."""
+        rows, bad = gather_rows(self.qmap, self.Q, qids)
         if bad < 0:
-            return rows, starts
+            return rows
         try:  # qids beyond the array map
-            slots = np.array([self.slot[int(q)] for q in qids], dtype=np.int64)
+            return self.Q[np.array([self.slot[int(q)] for q in qids], dtype=np.int64)].reshape(-1, len(_QUERY))
         except KeyError as e:
             raise KeyError(f"qid {e.args[0]} is not registered") from None
-        return self.Q[slots].reshape(-1, len(_QUERY)), self.QS[slots]
 
     def _ip(self, *vals: int) -> np.ndarray:
         """The int parameter array of a kernel call (cached: building one costs ~1 us)."""
@@ -241,12 +239,12 @@ class SubstreamNaive(SubstreamOperator):
 
     def lookup(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> list[np.ndarray]:
         self._check_position(n)
-        Q, S = self._query_rows(np.asarray(qids, dtype=np.int64))
+        Q = self._query_rows(np.asarray(qids, dtype=np.int64))
         a = self.a
         ci_ok = self.agg == "count" or (self.integral and self.nonneg)
         ip = self._ip(self.nkeys, self.agg == "sum", self.agg == "count" or self.integral, ci_ok, self.agg == "count",
                       self.probe)
-        out, offs = lookup_naive_batch(Q, S, float(t_now), ip, a["pool"], a["krec"], a["kf"])
+        out, offs = lookup_naive_batch(Q, float(t_now), ip, a["pool"], a["krec"], a["kf"])
         return self._split(out, offs)
 
     # ------------------------------------------------------------------------- state
@@ -280,7 +278,6 @@ class SubstreamNaive(SubstreamOperator):
                 s[name] = self.a[name][: self.nkeys].copy()
         for name, arr in self.q.items():
             s[name] = arr[slots].astype(_QUERY[name])
-        s["q_start"] = self.QS[slots].astype(np.int64)
         return s
 
     @classmethod
@@ -312,8 +309,9 @@ class SubstreamNaive(SubstreamOperator):
         self.integral = bool(s["integral"])
         self.nonneg = bool(s["nonneg"])
         self.probe = bool(s.get("probe", False))
-        self._set_q(np.stack([np.asarray(s[name], np.float64) for name in _QUERY], axis=1).reshape(-1, len(_QUERY)),
-                    np.asarray(s["q_start"], np.int64).reshape(-1))
+        self._set_q(np.zeros((len(s["qids"]), len(_QUERY))))
+        for name in _QUERY:
+            self.q[name][:] = s[name]
         self.slot = {int(q): i for i, q in enumerate(s["qids"])}
         for q, i in self.slot.items():
             self._map(q, i)
