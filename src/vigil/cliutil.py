@@ -278,5 +278,6 @@ def algo_rows() -> list[tuple[str, str, bool, str, str]]:
 
 JOIN_HISTORY_HELP = (
     "COLUMN:H keeps the relation rows for joins registered later only within H of the newest COLUMN "
-    "value (memory O(rows within H)); once rows were dropped, a join needing a new group must be a "
-    "window_join on COLUMN with max_window <= H (others are rejected with the reason). Default: keep all")
+    "value of the same relation (memory O(rows within H)); once rows were dropped, a join needing a new "
+    "group must be a window_join on COLUMN with max_window <= H whose kept rows cover its window (others "
+    "are rejected with the reason). Default: keep all")
