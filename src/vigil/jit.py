@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -35,12 +36,15 @@ def default_cache_dir() -> Path:
 
 def configure() -> None:
     """Point numba at vigil's one cache folder (unless the user chose one with
-    ``VIGIL_NUMBA_CACHE`` or ``NUMBA_CACHE_DIR``). Must run before numba is imported."""
+    ``VIGIL_NUMBA_CACHE`` or ``NUMBA_CACHE_DIR``), before vigil's kernel modules load."""
     chosen = os.environ.get("VIGIL_NUMBA_CACHE")
     if chosen:
         os.environ["NUMBA_CACHE_DIR"] = chosen
     else:
         os.environ.setdefault("NUMBA_CACHE_DIR", str(default_cache_dir()))
+    config = sys.modules.get("numba.core.config")
+    if config is not None:  # numba came first (``import numba, vigil``): it read the variable already
+        config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
 
 
 def cache_dir() -> Path:
@@ -163,18 +167,26 @@ class CompileWatch:
 
 class compile_status:  # noqa: N801  (a context manager used like a function)
     """``with compile_status(console): ...`` shows a self-refreshing status line on ``console``
-    while numba compiles (the current kernel and its elapsed seconds move on their own), and one
-    closing line with the count and time if anything compiled."""
+    while numba compiles (the current kernel and its elapsed seconds move on their own; on a
+    console that is not a terminal, one line per kernel group instead), and one closing line with
+    the count and time if anything compiled."""
 
     def __init__(self, console) -> None:
         self.console = console
         self.watch = CompileWatch(self._show)
         self._status = None
+        self._groups: set[str] = set()
 
     def __rich__(self) -> str:
         return self.watch.line()
 
     def _show(self, w: CompileWatch) -> None:
+        if not self.console.is_terminal:  # a log or a pipe: one plain line per kernel group
+            if w.current is not None and w.current[0] not in self._groups:
+                self._groups.add(w.current[0])
+                self.console.print(f"compiling numba kernels: {w.current[0]} (first run only; "
+                                   f"{w.count} kernels done, {w.seconds:.0f} s)")
+            return
         if w.current is not None and self._status is None:
             self._status = self.console.status(self)
             try:
