@@ -193,3 +193,12 @@ def test_the_module_example_runs():
     import vigil.api
 
     assert doctest.testmod(vigil.api).failed == 0
+
+
+def test_the_readme_example_runs(capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = readme.split("## Python API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out == "[{'event': 'matured', 'id': 'q1', 'at': 4}]\n102\n"
