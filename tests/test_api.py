@@ -202,3 +202,14 @@ def test_the_readme_example_runs(capsys):
     code = readme.split("## Python API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "README.md", "exec"), {})
     assert capsys.readouterr().out == "[{'event': 'matured', 'id': 'q1', 'at': 4}]\n102\n"
+
+
+def test_a_polars_like_frame_is_read_through_to_arrow():
+    class Frame:  # polars is not a dependency: push duck-types to_arrow() (polars gives large strings)
+        def to_arrow(self):
+            return pa.table({"price": [101.5, 104.0], "symbol": pa.array(["AAPL", "AAPL"], pa.large_string()),
+                             "shares": [3000, 2000]})
+
+    m = Monitor()
+    m.register(Q["t1"])
+    assert m.push(Frame(), output="rows") == [{"event": "matured", "id": "t1", "at": 2}]

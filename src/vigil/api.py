@@ -159,7 +159,10 @@ class Monitor:
         ids = list(idents)
         events = self._ops([{"op": "lookup", "at": self.position, "id": i} for i in ids])
         self._raise(events)
-        return [e.get("value") for e in events if e["event"] == "answer"]
+        values = [e.get("value") for e in events if e["event"] == "answer"]
+        if len(values) != len(ids):  # only if operations wait (a snapshot of a replay's engine)
+            raise RuntimeError(f"{len(ids)} lookups gave {len(values)} answers: operations are pending")
+        return values
 
     # ------------------------------------------------------------------ elements
     def push(self, batch: Any, *, output: Output = "arrow") -> Any:
