@@ -139,8 +139,10 @@ def test_register_errors_raise_with_the_reason():
     m.register(json.dumps(Q["w1"]))  # JSON text is a spec too
     with pytest.raises(ValueError, match="duplicate id 'w1'"):
         m.register(Q["w1"])
-    with pytest.raises(ValueError, match="SQL is not supported yet"):
+    with pytest.raises(ValueError, match="an SQL query needs an id"):
         m.register("SELECT SUM(shares) FROM s")
+    with pytest.raises(ValueError, match="SUM needs a window"):
+        m.register("SELECT SUM(shares) FROM s", id="s1")
     with pytest.raises(ValueError, match="rows"):
         m.register({**Q["w1"], "id": "bad", "rows": [0, 5]})
     with pytest.raises(ValueError, match="unknown query id 'nope'"):

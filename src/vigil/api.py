@@ -65,18 +65,21 @@ def to_table(batch: Any) -> pa.Table:
         ) from e
 
 
-def _spec(spec: Mapping[str, Any] | str) -> dict[str, Any]:
+def _spec(spec: Mapping[str, Any] | str, ident: str | None = None) -> dict[str, Any]:
+    """A spec from a dict, its JSON text or an SQL statement (compiled by :mod:`vigil.sql`, which
+    needs ``ident``); ``ident``, when given, is the spec's id."""
     if isinstance(spec, str):
         try:
             spec = json.loads(spec)
         except ValueError:
-            raise ValueError(
-                "a query must be a spec (a dict or its JSON text, docs/queries.md); SQL is not "
-                f"supported yet: {spec[:80]!r}"
-            ) from None
+            if ident is None:
+                raise ValueError(f"an SQL query needs an id: register(sql, id='q1'), got {spec[:80]!r}") from None
+            from .sql import compile_sql  # sqlglot, loaded on first use
+
+            return compile_sql(spec, ident)
     if not isinstance(spec, Mapping):
         raise ValueError(f"a query spec must be a JSON object, got {type(spec).__name__}")
-    return dict(spec)
+    return dict(spec) if ident is None else {**spec, "id": ident}
 
 
 class Monitor:
@@ -129,11 +132,12 @@ class Monitor:
         if bad:
             raise ValueError("; ".join(e["reason"] for e in bad))
 
-    def register(self, spec: Mapping[str, Any] | str) -> str:
-        """Register one query (a spec as a dict or JSON text, docs/queries.md); it counts the
-        elements pushed after this call. Returns its id; raises ``ValueError`` with the reason a
-        replay would give in its ``rejected`` event (invalid spec, duplicate id, ...)."""
-        q = _spec(spec)
+    def register(self, spec: Mapping[str, Any] | str, id: str | None = None) -> str:  # noqa: A002
+        """Register one query (a spec as a dict or JSON text, or an SQL statement with its ``id``,
+        docs/queries.md); it counts the elements pushed after this call. Returns its id; raises
+        ``ValueError`` with the reason a replay would give in its ``rejected`` event (invalid
+        spec, duplicate id, ...) or why the SQL maps to no query type."""
+        q = _spec(spec, id)
         self._raise(self._ops([{"op": "register", "at": self.position, "query": q}]))
         return q["id"]
 

@@ -166,6 +166,25 @@ def schema(
         raise UserError(f"unknown query type {qtype!r}; choose one of {', '.join(SPEC_TYPES)}")
     typer.echo(querydoc.markdown() if markdown else querydoc.schema_json(qtype), nl=False)
 
+
+@app.command()
+def sql(
+    statement: str = typer.Argument(..., help="one SELECT, e.g. \"SELECT MAX(price) FROM trades [ROWS 5]\""),
+    id: str = typer.Option("q1", "--id", help="the query's id"),  # noqa: A002
+    op: bool = typer.Option(False, "--op", help="print the register operation (at 0) instead of the spec"),
+) -> None:
+    """Compile a standing query in SQL into its spec (docs/queries.md, SQL) and print it as JSON."""
+    import json
+
+    from .sql import SqlError, compile_sql
+
+    try:
+        spec = compile_sql(statement, id)
+    except SqlError as e:
+        raise UserError(f"not a standing query: {e}") from None
+    typer.echo(json.dumps({"op": "register", "at": 0, "query": spec} if op else spec))
+
+
 def _mount() -> None:
     try:
         from .bench.cli import bench_app

@@ -111,6 +111,9 @@ def check_op(raw: Any) -> tuple[dict, str | None]:
             op["at"] = int(at)
         else:
             return {**op, "at": None}, f"at: must be a non-negative integer, got {at!r}"
+    if kind == "register" and "sql" in op:  # a standing query in SQL (vigil.sql, loaded on use)
+        from .sql import register_op
+        return register_op(op)
     extra = set(op) - OP_FIELDS[kind]
     if extra:
         return op, f"{kind}: unknown field(s) {sorted(extra)}"

@@ -38,6 +38,57 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                  "notify": True},
 }
 
+# the same queries in SQL (vigil.sql): each compiles to its EXAMPLES spec (tests/test_sql.py)
+SQL_EXAMPLES: dict[str, str] = {
+    "threshold": "SELECT SUM(shares) FROM trades WHERE price BETWEEN 100 AND 105 AND symbol = 'AAPL' "
+                 "HAVING SUM(shares) >= 100000",
+    "window_aggregate": "SELECT AVG(price) FROM trades [RANGE 300 ON ts]",
+    "substream_filter": "SELECT symbol FROM trades [RANGE 60] GROUP BY symbol HAVING SUM(shares) > 50000",
+    "band_join": "SELECT * FROM buy r JOIN sell s ON s.price - r.price BETWEEN -0.5 AND 0.5",
+    "select_join": "SELECT * FROM buy r JOIN sell s ON r.symbol = s.symbol "
+                   "WHERE r.price BETWEEN 100 AND 105 AND s.shares >= 1000",
+    "window_join": "SELECT /*+ MAX_WINDOW(60) */ * FROM buy r JOIN sell s "
+                   "ON r.symbol = s.symbol AND ABS(r.ts - s.ts) < 10 WHERE r.price BETWEEN 100 AND 105",
+    "quantile": "SELECT /*+ NOTIFY */ APPROX_QUANTILE(price, 0.99, 0.01) FROM trades",
+}
+
+SQL_SECTION = """\
+## SQL
+
+A query can also be written as one CQL-like `SELECT` (`vigil sql "SELECT ..."` prints its spec;
+a register operation may carry `"sql"` and `"id"` instead of `"query"`,
+`{"op": "register", "at": 0, "id": "q1", "sql": "SELECT ..."}`; `Monitor.register(sql, id=...)`
+takes it too). The statement is parsed by sqlglot and must map onto exactly one query type; any
+other statement is refused with the reason (a `rejected` event for a register operation). The
+dialect, by type (each section above shows its example in SQL):
+
+| type | SQL |
+|---|---|
+| `threshold` | `SELECT SUM(w) FROM t WHERE <ranges and equalities> HAVING SUM(w) >= tau` (or `COUNT(*)`: weight 1; `> tau` is `>= tau+1`, weights being integers) |
+| `window_aggregate` | `SELECT AGG(col) FROM t [ROWS n]` or `[RANGE T]`, AGG one of `SUM COUNT AVG MIN MAX`, `COUNT(*)`, or `QUANTILE(col, phi)` (exact) |
+| `substream_filter` | `SELECT k FROM t [RANGE T] GROUP BY k HAVING COUNT(*) > v1 [AND COUNT(*) < v2]` (or `COUNT(col)`, `SUM(col)`) |
+| `band_join` | `SELECT * FROM r_rel r JOIN s_rel s ON s.b - r.a BETWEEN lo AND hi` |
+| `select_join` | `SELECT * FROM r_rel r JOIN s_rel s ON r.k = s.k [AND / WHERE <ranges on r.* and s.*>]` |
+| `window_join` | a select join with `AND ABS(r.ts - s.ts) < w` (the column is the time column) |
+| `quantile` | `SELECT APPROX_QUANTILE(col, phi, epsilon) FROM t [ROWS n]` (no bracket: the whole stream) |
+
+* Windows are CQL's brackets after the table name, lifted out before parsing: `[ROWS n]` (rows
+  `[n, 0]`), `[RANGE T]` (time `[T, 0]`), `[ROWS n OFFSET r]` / `[RANGE T OFFSET r]` (a historical
+  window `[n, r]`), `ON col` after a RANGE for a time column other than `ts`, `[UNBOUNDED]` (no
+  window). A join has none: its window is the `ABS(...) < w` condition.
+* Conditions are a conjunction (`AND`) of `col = value` (a key equality), `col BETWEEN lo AND hi`,
+  `col >= lo`, `col <= hi`; closed ranges, except a substream filter's HAVING, an open range
+  (`>`, `<`). The table name of a one-relation query names the stream and is not checked; in a
+  join, the two table names are the relations (`rel` values), aliases optional.
+* Options that are not SQL are optimizer hints after `SELECT`: `/*+ EPSILON(e) */` (approximate
+  substream filter), `/*+ NOTIFY */` or `/*+ NOTIFY(cluster) */` (quantile), `/*+ MAX_WINDOW(m) */`
+  (window join). A hint the type does not have is refused.
+* Refused, with the reason: anything but one `SELECT` (UPDATE, several statements), no `FROM`,
+  several aggregates, `ORDER BY`, `LIMIT`, `DISTINCT`, subqueries, `OR`/`NOT`, outer joins, more
+  than two relations, and per-key windows and quantiles (`WHERE` or `GROUP BY` with a window
+  aggregate or quantile, `[PARTITION BY ...]`): window_aggregate has no where/group_by yet.
+"""
+
 INTRO = """\
 # Query reference
 
@@ -126,7 +177,8 @@ def _section(qtype: str) -> str:
         if name not in required and "default" not in f:
             need = "default `{}`"  # default_factory=dict
         lines.append(f"| `{name}` | {_type(f)} | {need} | {_cell(desc)} |")
-    lines += ["", "Example:", "", "```json", json.dumps(EXAMPLES[qtype]), "```", ""]
+    lines += ["", "Example:", "", "```json", json.dumps(EXAMPLES[qtype]), "```", "",
+              "In [SQL](#sql):", "", "```sql", SQL_EXAMPLES[qtype], "```", ""]
     return "\n".join(lines)
 
 
@@ -136,7 +188,7 @@ def markdown() -> str:
     for name, model in SPEC_TYPES.items():
         first = _cell((model.__doc__ or "").split(". ")[0]).rstrip(".")
         rows.append(f"| [`{name}`](#{name}) | {model.family} | {first} |")
-    return INTRO + "\n".join(rows) + "\n\n" + "\n".join(_section(t) for t in SPEC_TYPES)
+    return INTRO + "\n".join(rows) + "\n\n" + "\n".join(_section(t) for t in SPEC_TYPES) + "\n" + SQL_SECTION
 
 
 if __name__ == "__main__":  # pragma: no cover
