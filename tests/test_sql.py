@@ -225,3 +225,11 @@ def test_monitor_registers_sql():
         m.register("SELECT MAX(price) FROM trades [ROWS 2]")
     with pytest.raises(ValueError, match="window_aggregate has no where/group_by yet"):
         m.register("SELECT MAX(price) FROM trades [ROWS 2] WHERE k = 'a'", id="m2")
+
+
+def test_warm_precompiles_sql_registers():
+    from vigil import warm
+
+    line = json.dumps({"op": "register", "at": 0, "id": "w1", "sql": "SELECT MAX(price) FROM trades [ROWS 5]"})
+    (share,) = warm.shares([line, {"op": "register", "id": "bad", "sql": "UPDATE t SET a = 1"}], 2)
+    assert [o["query"]["type"] for o in share if o["op"] == "register"] == ["window_aggregate"]

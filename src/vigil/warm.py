@@ -47,6 +47,10 @@ def shares(ops: list, workers: int) -> list[list[dict]]:
                 o = json.loads(o)
             except ValueError:
                 continue
+        if isinstance(o, dict) and o.get("op") == "register" and "sql" in o:  # compiled as the engine does
+            from .oprun import check_op
+
+            o = check_op(o)[0]
         if isinstance(o, dict) and o.get("op") == "register" and isinstance(o.get("query"), dict):
             by_type.setdefault(str(o["query"].get("type")), []).append(o)
     out: list[list[dict]] = [[] for _ in range(max(1, workers))]
