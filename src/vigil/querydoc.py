@@ -67,7 +67,7 @@ dialect, by type (each section above shows its example in SQL):
 | `threshold` | `SELECT SUM(w) FROM t WHERE <ranges and equalities> HAVING SUM(w) >= tau` (or `COUNT(*)`: weight 1; `> tau` is `>= tau+1`, weights being integers) |
 | `window_aggregate` | `SELECT AGG(col) FROM t [ROWS n]` or `[RANGE T]`, AGG one of `SUM COUNT AVG MIN MAX`, `COUNT(*)`, or `QUANTILE(col, phi)` (exact) |
 | `substream_filter` | `SELECT k FROM t [RANGE T] GROUP BY k HAVING COUNT(*) > v1 [AND COUNT(*) < v2]` (or `COUNT(col)`, `SUM(col)`) |
-| `band_join` | `SELECT * FROM r_rel r JOIN s_rel s ON s.b - r.a BETWEEN lo AND hi` |
+| `band_join` | `SELECT * FROM r_rel r JOIN s_rel s ON s.b - r.a BETWEEN lo AND hi` (or `ON s.b BETWEEN r.a + lo AND r.a + hi`) |
 | `select_join` | `SELECT * FROM r_rel r JOIN s_rel s ON r.k = s.k [AND / WHERE <ranges on r.* and s.*>]` |
 | `window_join` | a select join with `AND ABS(r.ts - s.ts) < w` (the column is the time column) |
 | `quantile` | `SELECT APPROX_QUANTILE(col, phi, epsilon) FROM t [ROWS n]` (no bracket: the whole stream) |

@@ -103,6 +103,19 @@ def _col(node: exp.Expression) -> exp.Column | None:
     return node if isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier) else None
 
 
+def _shifted(node: exp.Expression) -> tuple[exp.Column, int | float] | None:
+    """(column, offset) of ``col``, ``col + n`` or ``col - n``; None for anything else."""
+    if _col(node):
+        return node, 0
+    if isinstance(node, exp.Add | exp.Sub) and _col(node.this) and not _col(node.expression):
+        try:
+            n = _num(node.expression, "band")
+        except SqlError:
+            return None
+        return node.this, (n if isinstance(node, exp.Add) else -n)
+    return None
+
+
 def _hints(sel: exp.Select) -> dict[str, Any]:
     out: dict[str, Any] = {}
     hint = sel.args.get("hint")
@@ -373,6 +386,12 @@ def _join(sel: exp.Select, wins: list, hints: dict) -> dict[str, Any]:
                 on, band = (x.name, y.name), [-hi, -lo]
             else:
                 raise SqlError(f"{c.sql()!r}: a band is s.col - r.col BETWEEN lo AND hi")
+        elif isinstance(c, exp.Between) and _col(a) and _shifted(c.args["low"]) and _shifted(c.args["high"]):
+            (y, lo), (y2, hi) = _shifted(c.args["low"]), _shifted(c.args["high"])
+            if on is not None or band is not None or y.name != y2.name or y.table != y2.table \
+                    or {side(a), side(y)} != {"left", "right"}:
+                raise SqlError(f"{c.sql()!r}: a band is s.col BETWEEN r.col + lo AND r.col + hi, one join condition")
+            on, band = ((y.name, a.name), [lo, hi]) if side(a) == "right" else ((a.name, y.name), [-hi, -lo])
         elif isinstance(c, exp.LT) and isinstance(a, exp.Abs) and isinstance(a.this, exp.Sub):
             x, y = a.this.this, a.this.expression
             if not (_col(x) and _col(y)) or {side(x), side(y)} != {"left", "right"} or x.name != y.name:
