@@ -24,7 +24,9 @@ coming period are re-evaluated early, which keeps chunks long:
 - mode 0 (CASU, Algorithm 4): pop every fired trigger, re-evaluate only that cluster (search from
   its link, :func:`._gk_kernels.best_tuple`), push it back. O(log K + log m) per fire.
 - mode 1 (CSU/SU, Algorithm 3): the root is the global trigger T_global = min over clusters; when
-  it fires every cluster is re-evaluated and the heap rebuilt. O(K (log m)) per fire.
+  it fires every cluster is re-evaluated and the heap rebuilt. O(K (log m)) per fire. A cluster a
+  registration created or changed (``cat`` = -1, set by the epoch) is re-evaluated alone (§3.5.1:
+  "Algorithm 3 is invoked with only Q' as the input"), O(log m).
 - mode 2 (naive, §2.4): every element, every cluster, first-hit scan from the head. O(K m) per
   element.
 
@@ -440,9 +442,11 @@ def _flush(xs, p0, p1, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt):
 
 
 @numba.njit(cache=True, nogil=True)
-def _any_expired(heap, cdead, size, n):
+def _any_expired(heap, cdead, cat, size, n):
+    """Algorithm 3's global trigger: an evaluated cluster's deadline expired (a cluster a
+    registration created or changed, ``cat`` < 0, is re-evaluated on its own)."""
     for t in range(size):
-        if cdead[heap[t]] < n:
+        if cdead[heap[t]] < n and cat[heap[t]] >= 0:
             return True
     return False
 
@@ -538,8 +542,9 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                 sift_down(heap, hpos, ckey, 0, size)
         elif ckey[heap[0]] < n or mode == 2:
             # Algorithm 3: when the global trigger (the smallest cluster deadline) fires, every
-            # cluster is re-evaluated; a member deadline only walks its own cluster
-            glob = mode == 2 or _any_expired(heap, cdead, size, n)
+            # cluster is re-evaluated; a member deadline only walks its own cluster, and a cluster
+            # a registration created or changed is re-evaluated alone (§3.5.1: "invoked with only Q'")
+            glob = mode == 2 or _any_expired(heap, cdead, cat, size, n)
             for t in range(size):
                 _fire(heap[t], v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey,
                       sdead, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val,
@@ -555,7 +560,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                 cl = heap[0]
                 if cat[cl] == n:
                     break
-                glob = mode == 1 and cdead[cl] < nb
+                glob = mode == 1 and cdead[cl] < nb and cat[cl] >= 0
                 _fire(cl, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
                       head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev,
                       meta, False, nb)

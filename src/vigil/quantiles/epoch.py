@@ -175,6 +175,7 @@ class Epoch:
         self.cval[c] = np.nan
         self.cforce[c] = self.cqk[c] = False
         self.cdead[c] = self.ckey[c] = self.n
+        self.cat[c] = -1  # a registration's cluster: CSU/SU re-evaluate it alone (kernels' _any_expired)
         self.sdead[c] = T.INF_DEADLINE
         self.head[c] = self.tail[c] = -1
         h = int(self.meta[T.M_HSIZE])
@@ -193,6 +194,7 @@ class Epoch:
         """Force cluster c to be re-evaluated (and reported) at the next element."""
         self.cforce[c] = True
         self.cdead[c] = self.ckey[c] = self.n
+        self.cat[c] = -1
         T.heap_update(self.heap, self.hpos, self.ckey, int(self.meta[T.M_HSIZE]), c)
 
     def _remove_cluster(self, c: int) -> None:
@@ -262,6 +264,7 @@ class Epoch:
             self.pmv.append((np.array([s]), np.array([qid]), np.array([c])))
             if kind == "merge":  # a narrower interval: re-evaluated at the next element, reported if it changes
                 self.cdead[c] = self.ckey[c] = self.n
+                self.cat[c] = -1
                 T.heap_update(self.heap, self.hpos, self.ckey, int(self.meta[T.M_HSIZE]), c)
 
     def _member_slots(self, c: int) -> np.ndarray:
