@@ -20,11 +20,11 @@ install: $(STAMP)
 # the whole suite but the slow one (Spark jobs, cluster runs, soaks): under 10 minutes on 2 cores
 test: $(STAMP)
 	$(BIN)/ruff check src tests
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 -m 'not slow and not bench'
+	$(BIN)/python -m pytest -p no:cacheprovider --durations=15 -m 'not slow and not bench'
 
 # the slow suites make test leaves out (Spark driver/sharded/recovery runs, randomized soaks); CI runs both
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 -m 'slow and not bench'
+	$(BIN)/python -m pytest -p no:cacheprovider --durations=15 -m 'slow and not bench'
 
 # randomized hypothesis seeds (make test is derandomized, see tests/conftest.py); no Spark tests
 explore: $(STAMP)
