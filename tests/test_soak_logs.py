@@ -11,16 +11,16 @@ epsilon substream filters against their bounds, notify queries at every row). Ea
 under a timeout (thread method: a hang in a compiled kernel is stopped too, and the failing
 test names its family and seed): a hang is a failure.
 
-Sizes: ``VIGIL_SOAK_SEEDS`` (default 10; 20 for the run by hand before an issue is resolved) seeds x ``VIGIL_SOAK_ROWS`` (default 20,000) rows per
-family (threshold, windows, substream: 1-2 s a log), except joins, ``VIGIL_SOAK_JOIN_ROWS``
-(default 10,000: the join oracle and the output rows of both runs, about one pair per row and
-query, take 4 s a log at 10,000 rows, 13 s at 20,000) and quantiles, ``VIGIL_SOAK_QUANTILE_ROWS``
-(default 5,000: the default implementation's notify queries over rows windows (Sliding) merge
-summaries in Python at every row: 7-18 s a log at 5,000 rows, 38 s at 20,000). Measured on a
-loaded 2-core machine (load 2-3): 20 seeds about 8.5 minutes (quantiles 163 s), 10 seeds about
-4.5. ``VIGIL_SOAK_FAMILIES`` (comma-separated) picks
-families. Reproduce one
-failure with ``check_family(family, DEFAULTS[family], random_log(family, seed, rows), cut=rows // 2)``.
+Sizes: ``VIGIL_SOAK_SEEDS`` (default 10; 20 for the run by hand before an issue is resolved)
+seeds x ``VIGIL_SOAK_ROWS`` (default 20,000) rows per family (threshold, windows, substream:
+1-7 s a log), except joins, ``VIGIL_SOAK_JOIN_ROWS`` (default 10,000: the join oracle and the
+output rows of both runs, about one pair per row and query, take 4 s a log at 10,000 rows, 13 s
+at 20,000) and quantiles, ``VIGIL_SOAK_QUANTILE_ROWS`` (default 5,000: the default
+implementation's notify queries over rows windows (Sliding) merge summaries in Python at every
+row: 7-18 s a log at 5,000 rows, 38 s at 20,000). Measured on a 2-core machine at load 2-3:
+10 seeds 204 s (threshold 64, quantiles 88, joins 37, substream 8, windows 6); 20 seeds about
+8.5 minutes. ``VIGIL_SOAK_FAMILIES`` (comma-separated) picks families. Reproduce one failure
+with ``check_family(family, DEFAULTS[family], random_log(family, seed, rows), cut=rows // 2)``.
 """
 
 from __future__ import annotations
