@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from vigil.bench.joins import run_preset
 from vigil.bench.joins_dynamic import run_fit, ship
 from vigil.joins import costs
 from vigil.joins.dynamic import Dynamic
 
 
+@pytest.mark.slow  # a benchmark preset end to end (~20 s): make test-all
 def test_fit_ship_and_load(tmp_path, monkeypatch):
     out = tmp_path / "fit.json"
     doc = run_fit(scale=0.001, per_point=8, grid=[100_000, 300_000], out=out)

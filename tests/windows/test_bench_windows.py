@@ -10,6 +10,7 @@ import pytest
 from vigil.bench.windows import run_preset
 
 
+@pytest.mark.slow  # a benchmark preset end to end (~20 s): make test-all
 @pytest.mark.parametrize(("preset", "algos"), [
     ("fig9", ["rint_sum", "bint_sum", "materialize_all_sum", "duckdb_sum", "bottleneck_sum"]),
     ("fig10", ["rint_sum", "slickdeque_max"]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from vigil.bench.substream import run_preset
 from vigil.workloads.substream import DAY_OPEN, DAY_SECONDS, ssf_queries, trade_day
@@ -20,6 +21,7 @@ def test_workload_shape():
     assert np.all((qs.T >= 900) & (qs.T <= 10800)) and np.all(qs.v >= 0)
 
 
+@pytest.mark.slow  # a benchmark preset end to end (~20 s): make test-all
 def test_fig12_smoke(tmp_path):
     out = tmp_path / "fig12.json"
     doc = run_preset("fig12", 0.003, None, out, progress=False)
