@@ -66,8 +66,6 @@ def test_long_random_logs_agree_with_oracle(family, name, seed):
     check_family(family, name, random_log(family, seed, LONG_ROWS), cut=LONG_ROWS // 2)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="known defect: a notify rows-window quantile query's lookup between rows "
-                   "answers the value maintained at the last row (vigil.checks_logs.notify_lookups_at_rows)")
 @pytest.mark.parametrize("name", ["casu", "sliding"])
 def test_notify_rows_lookup_between_rows(name):
     """rows 2 over 5, 7, 1, 3: the window ending at 9 (beyond the last row) is empty: null."""
@@ -80,6 +78,21 @@ def test_notify_rows_lookup_between_rows(name):
            {"op": "lookup", "at": 9, "id": "q"}]
     got = [r["value"] for r in run_log(Log(pa.table({"v": [5.0, 7.0, 1.0, 3.0]}), ops), {"quantiles": name}) if r["event"] == "answer"]
     assert got == [None]
+
+
+@pytest.mark.parametrize("name", ["casu", "sliding", "oracle"])
+def test_notify_rows_window_empties_in_a_seq_gap(name):
+    """rows 2 over 5, 7, 1 at seqs 1, 2, 3, then 4 at seq 2^60: the window is empty from position 5
+    on, so the value turns null there (an update inside the gap), and 4 at the last row."""
+    import pyarrow as pa
+
+    from vigil.checks import Log, run_log
+
+    ops = [{"op": "register", "at": 0, "query": {"type": "quantile", "id": "q", "column": "v", "phi": 1.0,
+                                                 "epsilon": 0.01, "rows": 2, "notify": True}}]
+    log = Log(pa.table({"v": [5.0, 7.0, 1.0, 4.0], "seq": [1, 2, 3, 2**60]}), ops, batch=2)
+    got = [(r["at"], r["value"]) for r in run_log(log, {"quantiles": name}) if r["event"] == "update"]
+    assert got == [(1, 5.0), (2, 7.0), (4, 1.0), (5, None), (2**60, 4.0)]
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason="known defect: notify quantile queries over rows "

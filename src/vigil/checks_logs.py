@@ -64,25 +64,6 @@ def with_seq(table: pa.Table, ops: list[dict], seq: np.ndarray | None, in_gap: b
     return table.append_column("seq", pa.array(seq, pa.int64())), out
 
 
-def notify_lookups_at_rows(log: Log) -> Log:
-    """Move each lookup of a notify quantile query over a rows window at a position without a row
-    (a seq gap, or beyond the last row) to the last row at or before it. Known defect, pinned by
-    tests/test_conformance.py::test_notify_rows_lookup_between_rows (strict xfail): such a lookup
-    answers the value maintained at the last row, not the window ending at its ``at`` (rows 2
-    over 5, 7, 1, 3: a lookup at 9 answers 3 instead of null). Remove once fixed."""
-    qs = {op["query"]["id"] for op in log.ops if op.get("op") == "register"
-          and op["query"].get("notify") and op["query"].get("rows")}
-    seq = log.seqs()
-    ops = []
-    for op in log.ops:
-        if op.get("op") == "lookup" and op["id"] in qs:
-            i = int(np.searchsorted(seq, op["at"], side="right"))
-            op = {**op, "at": int(seq[i - 1]) if i else 0}
-        ops.append(op)
-    log.ops = sorted(ops, key=lambda o: o["at"])
-    return log
-
-
 # ----------------------------------------------------------------------------- hypothesis
 
 
@@ -273,8 +254,8 @@ def quantile_logs(draw, max_rows: int = 40) -> Log:
             q["notify"] = draw(st.sampled_from([True, "cluster"]))
         return q
 
-    return notify_lookups_at_rows(_finish(draw, {"v": _col(draw, v, pa.float64())}, _ops_strategy(draw, n, make, lookups=True),
-                                          quantile_epsilon=draw(st.sampled_from([0.01, 0.05]))))
+    return _finish(draw, {"v": _col(draw, v, pa.float64())}, _ops_strategy(draw, n, make, lookups=True),
+                   quantile_epsilon=draw(st.sampled_from([0.01, 0.05])))
 
 
 STRATEGIES = {
@@ -335,8 +316,11 @@ def _np_ops(rng, n: int, make_query, n_queries: int, lookups: int) -> list[dict]
 GAPS = (1, 1, 1, 2, 5, 100)  # seq steps
 # Known defect, pinned by tests/test_conformance.py::test_notify_rows_window_with_seq_gaps (strict
 # xfail): a notify quantile query over a rows window (Sliding) whose seq has gaps of 100 (a window
-# of 1,000 positions holding ~60 elements) shows values outside eps*N + 1 of the target rank.
-# Quantile logs use steps up to 5 until it is fixed; then use GAPS.
+# of 1,000 positions holding ~60 elements) shows values outside eps*N + 1 of the target rank. The
+# error is chosen at evaluation: Sliding's buckets span eps*W/4 seqs, so a dense stretch fills one
+# with up to eps*W/4 elements while the window holds N << W; the window's partial bucket then adds
+# up to half its count to err0 (> eps*N + 1). Quantile logs use steps up to 5 until it is fixed;
+# then use GAPS.
 QUANTILE_GAPS = (1, 1, 1, 2, 5)
 
 
@@ -463,8 +447,8 @@ def _gen_quantiles(rng, n: int, queries: int, lookups: int) -> Log:
             q["notify"] = _pick(rng, [True, "cluster"])
         return q
 
-    return notify_lookups_at_rows(_np_finish(rng, {"v": _np_col(rng, v, rate)}, _np_ops(rng, n, make, queries or 30, lookups),
-                                             n, gaps=QUANTILE_GAPS, quantile_epsilon=_pick(rng, [0.01, 0.05])))
+    return _np_finish(rng, {"v": _np_col(rng, v, rate)}, _np_ops(rng, n, make, queries or 30, lookups),
+                      n, gaps=QUANTILE_GAPS, quantile_epsilon=_pick(rng, [0.01, 0.05]))
 
 
 GENERATORS = {"threshold": _gen_threshold, "windows": _gen_windows, "substream": _gen_substream,

@@ -15,6 +15,10 @@ notify query's value may stop being valid there, or its window may become empty.
 follows every position (``follows_positions``): while it has notify queries over a rows window it
 pushes a rejected row to the operator as a position without element (value NaN), and the
 operator re-evaluates there as at any element, so the events at that position keep the invariant.
+Positions in a seq gap are positions without element too: after position a, the first min(gap, W)
+of them are pushed as NaN (beyond, every window is empty and stays so: a gap of 2^60 costs W).
+A lookup beyond the last position pushed (in a gap, or past the last row) answers the window
+ending at its position (the operator's lookup); the next rows push the positions before them.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ class QuantileGroup(Group):
         self.native = self.cluster and bool(getattr(self.op, "serves_clusters", False))
         self.fresh: set[int] = set()  # per-query clusters: queries whose cluster event is still due
         self.notify: set[int] = set()  # notify queries (of any mode)
+        self.fed: int | None = None  # the last position pushed to the operator
 
     def part_tag(self):
         return "seq"
@@ -72,13 +77,33 @@ class QuantileGroup(Group):
 
     def feed_positions(self, cols, rows, seqs, vis, seg):
         """Every row of a run (``vis``: the applied ones): a rows window with notify queries gets
-        the rejected rows as positions without element (NaN), others only the applied rows."""
-        if self.params["rows"] is None or not self.notify or vis.all():
+        the rejected rows and the positions of seq gaps as positions without element (NaN), others
+        only the applied rows."""
+        w = self.params["rows"]
+        if w is None or not self.notify or not len(rows):
             if vis.any():
                 self.feed(cols, rows[vis], seqs[vis], seg)
             return
+        seqs = np.asarray(seqs, np.int64)
+        prev = np.empty(len(seqs), np.int64)
+        prev[0] = seqs[0] - 1 if self.fed is None else min(self.fed, seqs[0] - 1)
+        prev[1:] = seqs[:-1]
+        # a gap of g positions after position a: a+1 .. a+min(g, W) (beyond, every window is empty)
+        gaps = np.minimum(seqs - prev - 1, int(w))
+        if vis.all() and not gaps.any():
+            self.feed(cols, rows, seqs, seg)
+            return
         x = np.full(len(rows), np.nan)
         x[vis] = cols.get(self.params["column"], "num")[0][rows[vis]]
+        if gaps.any():
+            cnt = gaps + 1
+            ends = np.cumsum(cnt)
+            off = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - cnt, cnt)
+            pos = np.repeat(prev + 1, cnt) + off
+            pos[ends - 1] = seqs
+            xx = np.full(len(pos), np.nan)
+            xx[ends - 1] = x
+            x, seqs = xx, pos
         self._push(x, seqs, seg)
 
     def feed(self, cols, rows, seqs, seg):
@@ -86,6 +111,7 @@ class QuantileGroup(Group):
 
     def _push(self, x, seqs, seg):
         qids, offsets, values = self.op.push(x, seqs)
+        self.fed = int(seqs[-1])
         if not self.cluster:
             if len(qids):
                 seg.add("update", qids, seqs[offsets], value=values)
@@ -115,10 +141,12 @@ class QuantileGroup(Group):
 
     def state(self) -> dict[str, Any]:
         return {**super().state(), "fresh": np.array(sorted(self.fresh), np.int64),
-                "notify": np.array(sorted(self.notify), np.int64)}
+                "notify": np.array(sorted(self.notify), np.int64), "fed": -2**63 if self.fed is None else self.fed}
 
     def load(self, s: dict[str, Any]) -> None:
         super().load(s)
         self.fresh = set(np.asarray(s.get("fresh", ()), np.int64).tolist())
+        fed = int(s.get("fed", -2**63))
+        self.fed = None if fed == -2**63 else fed
         # a snapshot without the notify set: follow every position (harmless without notify)
         self.notify = set(np.asarray(s["notify"], np.int64).tolist()) if "notify" in s else {-1}

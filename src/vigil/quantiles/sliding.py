@@ -278,9 +278,11 @@ class Sliding(QuantileOperator):
             if q not in self.q:
                 raise KeyError(f"qid {q} is not registered")
             phi, _, start, notify = self.q[q]
-            if notify:
+            if notify and n <= self.last_seq:
                 out[i] = self.last[q]
                 continue
+            # beyond the last position pushed (a seq gap, or past the end): the window at n, as
+            # without notify (the positions up to n are pushed, as NaN, with the next elements)
             self._expire(max(n, self.last_seq))
             tup, xmin, xmax = self._window(n, start)
             out[i] = self._answer(tup, xmin, xmax, np.array([phi]))[0][0]
