@@ -42,6 +42,7 @@ def check_doc(doc, path, preset, algos):
     assert png.exists() and png.stat().st_size > 1000
 
 
+@pytest.mark.slow  # a benchmark preset end to end: make test-all
 @pytest.mark.parametrize("preset", sorted(bt.PRESETS))
 def test_preset_tiny(preset, tmp_path):
     dim = 2 if preset in ("fig3", "fig7") else 1

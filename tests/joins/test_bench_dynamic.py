@@ -30,6 +30,7 @@ def test_fit_ship_and_load(tmp_path, monkeypatch):
     assert Dynamic("select").params["vanilla"]["gamma_V"] == doc["params"]["select"]["vanilla"]["gamma_V"]["value"]
 
 
+@pytest.mark.slow  # a benchmark preset end to end: make test-all
 def test_dynamic_preset_smoke(tmp_path):
     out = tmp_path / "fig12.json"
     run_preset("fig12", scale=0.001, batches=[50], budget=0.05, out=out)

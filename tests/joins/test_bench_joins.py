@@ -10,6 +10,7 @@ import pytest
 from vigil.bench.joins import run_preset
 
 
+@pytest.mark.slow  # a benchmark preset end to end: make test-all
 @pytest.mark.parametrize("preset", ["fig7", "fig10", "fig11"])
 def test_bench_presets_smoke(tmp_path, preset):
     out = tmp_path / f"{preset}.json"

@@ -9,6 +9,7 @@ import pytest
 from vigil.bench.quantiles import run_preset
 
 
+@pytest.mark.slow  # a benchmark preset end to end: make test-all
 @pytest.mark.parametrize(("preset", "scale"), [("fig5", 0.001), ("targets", 0.002), ("peers", 0.001),
                                                ("fig12", 0.001)])
 def test_preset_runs(tmp_path, preset, scale):
