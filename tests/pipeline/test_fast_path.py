@@ -104,6 +104,7 @@ def _cfg(tmp_path):
                      checkpoint=str(tmp_path / "ck"), quiet=True)
 
 
+@pytest.mark.slow  # ~23 s (3,000 rows, every family, two processors): make test-all
 def test_snapshots_keep_queries_in_the_log_and_a_crashed_attempt_is_cut_off(tmp_path):
     n = 3000
     t = trades(n, n_symbols=6, with_rel=False, seed=2)
