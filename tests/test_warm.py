@@ -39,7 +39,7 @@ def test_precompile_runs_once_per_workload_shape(tmp_path, monkeypatch):
     monkeypatch.setattr(jit, "cache_dir", lambda: tmp_path)  # fresh stamps; the kernels stay in numba's cache
     table = pa.table({"price": [float(i % 7) for i in range(50)]})
     assert warm.precompile(table, OPS, workers=2, rows=40) is True
-    group, sources = warm._key(OPS, {})
+    group, sources = warm._key(warm.shares(OPS, 2), {})
     assert jit.is_warm(group, sources)
     assert warm.precompile(table, OPS, workers=2, rows=40) is False  # stamped: nothing to do
     assert warm.precompile(table, OPS, workers=2, rows=40, algos={"threshold": "scan"}) is True  # other shape

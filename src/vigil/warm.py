@@ -93,8 +93,8 @@ def _share_main(ipc: bytes, ops: list[dict], kwargs: dict[str, Any], rows: int) 
         pass
 
 
-def _key(ops: list[dict], kwargs: dict[str, Any]) -> tuple[str, list[str]]:
-    types = sorted({str(o["query"].get("type")) for s in shares(ops, 1) for o in s})
+def _key(parts: list[list[dict]], kwargs: dict[str, Any]) -> tuple[str, list[str]]:
+    types = sorted({str(o["query"].get("type")) for s in parts for o in s})
     algos = sorted(f"{k}={v}" for k, v in (kwargs.get("algos") or {}).items())
     group = "workload-" + "+".join(types + algos).replace("/", "_")[:150]
     return group, [str(p) for p in sorted(Path(__file__).parent.rglob("*.py"))]
@@ -109,7 +109,7 @@ def precompile(stream: pa.Table, ops: list[dict], *, workers: int = 2, rows: int
     parts = shares(ops, workers)
     if not parts or stream.num_rows == 0:
         return False
-    group, sources = _key(ops, engine_kwargs)
+    group, sources = _key(parts, engine_kwargs)  # the operations are parsed once (shares)
     if jit.is_warm(group, sources):
         return False
     sample = stream.slice(0, rows).combine_chunks()
