@@ -3,10 +3,7 @@
 Everything here works on flat numpy arrays; no jitclass, no Python call per element.
 
 * an int64 -> int64 open-addressing hash map (qid -> handle), linear probing with tombstones;
-* ``scan_push_*``: the Baseline of paper §3.1/§8, block at a time and query-major: for every alive
-  query the weight of a block of <= ``SCAN_BLOCK`` elements is summed branch-free (SIMD), and only
-  when the sum reaches the query's remaining threshold is the block re-scanned for the exact
-  offset of the first crossing;
+* ``scan_push_*`` (in ``_scan_kernels``, re-exported): the Baseline of paper §3.1/§8;
 * ``itree_build``: a forest of centred interval trees [de Berg et al., ch. 10.1] over flat arrays;
 * ``itree_push``: 1D stabbing of a static interval tree whose counters are laid out in the order
   of the left-endpoint lists, so the queries stabbed on the left side of a node are a contiguous,
@@ -15,7 +12,10 @@ Everything here works on flat numpy arrays; no jitclass, no Python call per elem
   tree on y in every segment-tree node);
 * ``apply_hits``: counter updates for the (ids, counts) answer of a bulk R-tree query.
 
-Counters hold the *remaining* weight ``rem = tau - W``; a query matures when ``rem <= 0``. Dead
+Counters hold the *remaining* weight ``rem = tau - W``; a query matures when ``rem <= 0``, and a
+re-arming one (``rep[p] >= 1``) then restarts with ``rem = rep[p]`` (weight 0 from the next
+element on). Maturities are appended to ``(out_pos, out_off)``, grown when full
+(``_scan_kernels.emit``); the push kernels return ``(count, out_pos, out_off)``. Dead
 entries (terminated or matured, not yet purged by a rebuild) hold ``DEAD = 2**62`` and so never
 reach 0: the operators reset them to DEAD before 2**61 of weight has been pushed since the last
 reset (``stabbing._Base.push``), so they stay above 2**61.
@@ -26,10 +26,10 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-DEAD = 4611686018427387904  # 2**62
+from ._scan_kernels import DEAD, SCAN_BLOCK, emit, scan_push_1d, scan_push_2d, scan_push_nd  # noqa: F401
+
 EMPTY = -9223372036854775808  # int64 min: an empty hash slot
 TOMB = -9223372036854775807  # a deleted hash slot
-SCAN_BLOCK = 256  # elements per query-major block in scan (fits in L1 with the query columns)
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,137 +114,6 @@ def ht_pop(keys, vals, ks, out):
                 break
             h = (h + 1) & mask
     return n
-
-
-# --------------------------------------------------------------------------------------------
-# scan (Baseline)
-# --------------------------------------------------------------------------------------------
-
-
-@nb.njit(cache=True, nogil=True)
-def scan_push_1d(lo, hi, rem, n, pts, w, out_pos, out_off):
-    """lo, hi: float64[1, cap]; rem: int64[cap]; pts: float64[1, B]; returns #matured.
-    (The block is sliced into local views so that LLVM vectorises the inner loop.)"""
-    B = pts.shape[1]
-    a = lo[0]
-    b = hi[0]
-    cnt = 0
-    for b0 in range(0, B, SCAN_BLOCK):
-        b1 = min(B, b0 + SCAN_BLOCK)
-        xs = pts[0, b0:b1]
-        ws = w[b0:b1]
-        nb_ = b1 - b0
-        for q in range(n):
-            r = rem[q]
-            if r >= DEAD:
-                continue
-            qa = a[q]
-            qb = b[q]
-            s = 0
-            for j in range(nb_):
-                xj = xs[j]
-                s += ws[j] * np.int64((xj >= qa) & (xj <= qb))
-            if s >= r:
-                acc = 0
-                for j in range(nb_):
-                    xj = xs[j]
-                    if xj >= qa and xj <= qb:
-                        acc += ws[j]
-                        if acc >= r:
-                            out_pos[cnt] = q
-                            out_off[cnt] = b0 + j
-                            cnt += 1
-                            break
-                rem[q] = DEAD
-            else:
-                rem[q] = r - s
-    return cnt
-
-
-@nb.njit(cache=True, nogil=True)
-def scan_push_2d(lo, hi, rem, n, pts, w, out_pos, out_off):
-    B = pts.shape[1]
-    a0 = lo[0]
-    a1 = lo[1]
-    h0 = hi[0]
-    h1 = hi[1]
-    cnt = 0
-    for c0 in range(0, B, SCAN_BLOCK):
-        c1 = min(B, c0 + SCAN_BLOCK)
-        xs = pts[0, c0:c1]
-        ys = pts[1, c0:c1]
-        ws = w[c0:c1]
-        nb_ = c1 - c0
-        for q in range(n):
-            r = rem[q]
-            if r >= DEAD:
-                continue
-            xa = a0[q]
-            xb = h0[q]
-            ya = a1[q]
-            yb = h1[q]
-            s = 0
-            for j in range(nb_):
-                xj = xs[j]
-                yj = ys[j]
-                s += ws[j] * np.int64((xj >= xa) & (xj <= xb) & (yj >= ya) & (yj <= yb))
-            if s >= r:
-                acc = 0
-                for j in range(nb_):
-                    xj = xs[j]
-                    yj = ys[j]
-                    if xj >= xa and xj <= xb and yj >= ya and yj <= yb:
-                        acc += ws[j]
-                        if acc >= r:
-                            out_pos[cnt] = q
-                            out_off[cnt] = c0 + j
-                            cnt += 1
-                            break
-                rem[q] = DEAD
-            else:
-                rem[q] = r - s
-    return cnt
-
-
-@nb.njit(cache=True, nogil=True)
-def scan_push_nd(lo, hi, rem, n, pts, w, out_pos, out_off):
-    d = pts.shape[0]
-    B = pts.shape[1]
-    cnt = 0
-    inside = np.empty(SCAN_BLOCK, np.int64)
-    for c0 in range(0, B, SCAN_BLOCK):
-        c1 = min(B, c0 + SCAN_BLOCK)
-        ws = w[c0:c1]
-        nb_ = c1 - c0
-        for q in range(n):
-            r = rem[q]
-            if r >= DEAD:
-                continue
-            for j in range(nb_):
-                inside[j] = 1
-            for k in range(d):
-                qa = lo[k, q]
-                qb = hi[k, q]
-                xk = pts[k, c0:c1]
-                for j in range(nb_):
-                    inside[j] &= np.int64((xk[j] >= qa) & (xk[j] <= qb))
-            s = 0
-            for j in range(nb_):
-                s += ws[j] * inside[j]
-            if s >= r:
-                acc = 0
-                for j in range(nb_):
-                    if inside[j]:
-                        acc += ws[j]
-                        if acc >= r:
-                            out_pos[cnt] = q
-                            out_off[cnt] = c0 + j
-                            cnt += 1
-                            break
-                rem[q] = DEAD
-            else:
-                rem[q] = r - s
-    return cnt
 
 
 # --------------------------------------------------------------------------------------------
@@ -364,11 +233,9 @@ def itree_build(gstart, ilo, ihi):
 
 
 @nb.njit(cache=True, nogil=True)
-def _report(rem, p, off, out_pos, out_off, cnt):
-    out_pos[cnt] = p
-    out_off[cnt] = off
-    rem[p] = DEAD
-    return cnt + 1
+def _report(rem, rep, p, off, out_pos, out_off, cnt):
+    rem[p] = rep[p] if rep[p] > 0 else DEAD  # re-arm, or dead
+    return emit(out_pos, out_off, cnt, p, off)
 
 
 @nb.njit(cache=True, inline="always")
@@ -383,15 +250,15 @@ def _dec_range(seg, w):
 
 
 @nb.njit(cache=True, nogil=True)
-def _report_range(rem, s, e, off, out_pos, out_off, cnt):
+def _report_range(rem, rep, s, e, off, out_pos, out_off, cnt):
     for i in range(s, e):
         if rem[i] <= 0:
-            cnt = _report(rem, i, off, out_pos, out_off, cnt)
-    return cnt
+            cnt, out_pos, out_off = _report(rem, rep, i, off, out_pos, out_off, cnt)
+    return cnt, out_pos, out_off
 
 
 @nb.njit(cache=True, nogil=True)
-def itree_push(root, center, lch, rch, ms, Lval, Hval, Hpos, rem, xs, ws, out_pos, out_off):
+def itree_push(root, center, lch, rch, ms, Lval, Hval, Hpos, rem, rep, xs, ws, out_pos, out_off):
     """1D stabbing: for each element, walk the interval tree from the root and decrement the
     counters of the O(log m + k) stabbed queries. Counters are in left-list order, so the left
     side of a node is the contiguous range ``rem[ms[v] : ms[v] + #(lo <= x)]``."""
@@ -407,7 +274,7 @@ def itree_push(root, center, lch, rch, ms, Lval, Hval, Hpos, rem, xs, ws, out_po
             if x < c:
                 k = s + np.searchsorted(Lval[s:e], x, side="right")
                 if _dec_range(rem[s:k], w) <= 0:
-                    cnt = _report_range(rem, s, k, j, out_pos, out_off, cnt)
+                    cnt, out_pos, out_off = _report_range(rem, rep, s, k, j, out_pos, out_off, cnt)
                 v = lch[v]
             elif x > c:
                 mn = DEAD
@@ -426,13 +293,13 @@ def itree_push(root, center, lch, rch, ms, Lval, Hval, Hpos, rem, xs, ws, out_po
                     for i in range(k):
                         p = hp[i]
                         if rem[p] <= 0:
-                            cnt = _report(rem, p, j, out_pos, out_off, cnt)
+                            cnt, out_pos, out_off = _report(rem, rep, p, j, out_pos, out_off, cnt)
                 v = rch[v]
             else:
                 if _dec_range(rem[s:e], w) <= 0:
-                    cnt = _report_range(rem, s, e, j, out_pos, out_off, cnt)
+                    cnt, out_pos, out_off = _report_range(rem, rep, s, e, j, out_pos, out_off, cnt)
                 v = -1
-    return cnt
+    return cnt, out_pos, out_off
 
 
 # --------------------------------------------------------------------------------------------
@@ -489,7 +356,7 @@ def segtree_pairs(E, xlo, xhi, size):
 
 
 @nb.njit(cache=True, nogil=True)
-def seg_intv_push(E, size, sroot, center, lch, rch, ms, Lval, Lq, Hval, Hq, rem, xs, ys, ws,
+def seg_intv_push(E, size, sroot, center, lch, rch, ms, Lval, Lq, Hval, Hq, rem, rep, xs, ys, ws,
                   out_pos, out_off):
     """2D stabbing: the O(log m) segment-tree nodes on the leaf-to-root path of x, and in each
     the interval tree on y; a query is stabbed in at most one node of the path."""
@@ -520,7 +387,7 @@ def seg_intv_push(E, size, sroot, center, lch, rch, ms, Lval, Lq, Hval, Hq, rem,
                                 break
                             p = Lq[i]
                             if rem[p] <= 0:
-                                cnt = _report(rem, p, j, out_pos, out_off, cnt)
+                                cnt, out_pos, out_off = _report(rem, rep, p, j, out_pos, out_off, cnt)
                     v = lch[v]
                 elif y > c:
                     mn = DEAD
@@ -537,7 +404,7 @@ def seg_intv_push(E, size, sroot, center, lch, rch, ms, Lval, Lq, Hval, Hq, rem,
                                 break
                             p = Hq[i]
                             if rem[p] <= 0:
-                                cnt = _report(rem, p, j, out_pos, out_off, cnt)
+                                cnt, out_pos, out_off = _report(rem, rep, p, j, out_pos, out_off, cnt)
                     v = rch[v]
                 else:
                     mn = DEAD
@@ -550,9 +417,9 @@ def seg_intv_push(E, size, sroot, center, lch, rch, ms, Lval, Lq, Hval, Hq, rem,
                         for i in range(s, e):
                             p = Lq[i]
                             if rem[p] <= 0:
-                                cnt = _report(rem, p, j, out_pos, out_off, cnt)
+                                cnt, out_pos, out_off = _report(rem, rep, p, j, out_pos, out_off, cnt)
                     v = -1
-    return cnt
+    return cnt, out_pos, out_off
 
 
 # --------------------------------------------------------------------------------------------
@@ -561,7 +428,7 @@ def seg_intv_push(E, size, sroot, center, lch, rch, ms, Lval, Lq, Hval, Hq, rem,
 
 
 @nb.njit(cache=True, nogil=True)
-def apply_hits(ids, counts, rem, ws, off0, out_pos, out_off, cnt, verify, lo, hi, pts):
+def apply_hits(ids, counts, rem, rep, ws, off0, out_pos, out_off, cnt, verify, lo, hi, pts):
     """``ids`` are the slots stabbed by elements off0.., ``counts[j]`` of them for element j.
     With ``verify`` each hit is re-checked against the exact ranges lo/hi[d, slot] (the index
     holds clamped coordinates then, so its answer is a superset)."""
@@ -583,5 +450,5 @@ def apply_hits(ids, counts, rem, ws, off0, out_pos, out_off, cnt, verify, lo, hi
             r = rem[p] - w
             rem[p] = r
             if r <= 0:
-                cnt = _report(rem, p, off0 + j, out_pos, out_off, cnt)
-    return cnt
+                cnt, out_pos, out_off = _report(rem, rep, p, off0 + j, out_pos, out_off, cnt)
+    return cnt, out_pos, out_off

@@ -442,3 +442,53 @@ def locate_2d(order, x, y, w, yrank, lo, hi, rem, cand, ca, cb, cya, cyb, k, out
         cur, nxt = nxt, cur
     for c in range(k):
         rem[cand[c]] = DEAD
+
+
+# --------------------------------------------------------------------------------------------
+# re-arming candidates: every crossing inside the batch
+# --------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True, nogil=True)
+def rearm_walk(order, yrank, w, rem, rep, cand, ca, cb, cya, cyb, k, use_y):
+    """Every maturity inside the batch of the k re-arming candidates (``rep[q] >= 1``): the
+    elements inside the candidate's range (x-positions ``[ca, cb)`` of ``order``, and with
+    ``use_y`` y-ranks in ``[cya, cyb)``) are taken in time order and walked: a maturity where the
+    weight reaches the remaining threshold, then weight 0 and threshold ``rep[q]`` from the next
+    element on. O(E log E) for a candidate with E elements in its range. Returns (slots, offsets)
+    of every maturity, by candidate; the candidates' rem are left at their end-of-batch value."""
+    out_p = np.empty(max(16, k), np.int64)
+    out_o = np.empty(max(16, k), np.int64)
+    n = 0
+    buf = np.empty(16, np.int64)
+    for c in range(k):
+        q = cand[c]
+        m = 0
+        e = cb[c] - ca[c]
+        if buf.shape[0] < e:
+            buf = np.empty(e, np.int64)
+        for i in range(ca[c], cb[c]):
+            el = order[i]
+            if use_y and (yrank[el] < cya[c] or yrank[el] >= cyb[c]):
+                continue
+            buf[m] = el
+            m += 1
+        ts = np.sort(buf[:m])
+        r = rem[q]
+        acc = np.int64(0)
+        for i in range(m):
+            acc += w[ts[i]]
+            if acc >= r:
+                if n >= out_p.shape[0]:
+                    p2 = np.empty(2 * n, np.int64)
+                    o2 = np.empty(2 * n, np.int64)
+                    p2[:n] = out_p[:n]
+                    o2[:n] = out_o[:n]
+                    out_p, out_o = p2, o2
+                out_p[n] = q
+                out_o[n] = ts[i]
+                n += 1
+                r = rep[q]
+                acc = 0
+        rem[q] = r - acc
+    return out_p[:n], out_o[:n]

@@ -1,5 +1,6 @@
 """Threshold oracle: exact, obviously right, slow. Per element, every alive query is checked
-(O(m) per element, O(n*m) total). The reference every ThresholdOperator is compared with."""
+(O(m) per element, O(n*m) total). The reference every ThresholdOperator is compared with.
+A re-arming query (``repeat`` r >= 1) restarts at weight 0 with threshold r at each maturity."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ThresholdOperator
+from . import ThresholdOperator, repeat_array
 
 
 class ThresholdOracle(ThresholdOperator):
@@ -15,11 +16,13 @@ class ThresholdOracle(ThresholdOperator):
 
     def __init__(self, dim: int) -> None:
         super().__init__(dim)
-        self.q: dict[int, list] = {}  # qid -> [lo, hi, tau, weight so far]
+        self.q: dict[int, list] = {}  # qid -> [lo, hi, tau, weight so far, re-arm threshold]
 
-    def register(self, qids, lo, hi, tau) -> None:
-        for i, qid in enumerate(np.asarray(qids, dtype=np.int64)):
-            self.q[int(qid)] = [np.array(lo[i], float), np.array(hi[i], float), int(tau[i]), 0]
+    def register(self, qids, lo, hi, tau, repeat=None) -> None:
+        qids = np.asarray(qids, dtype=np.int64).reshape(-1)
+        rep = repeat_array(repeat, qids.shape[0])
+        for i, qid in enumerate(qids):
+            self.q[int(qid)] = [np.array(lo[i], float), np.array(hi[i], float), int(tau[i]), 0, int(rep[i])]
 
     def terminate(self, qids) -> None:
         for qid in np.asarray(qids, dtype=np.int64):
@@ -30,21 +33,25 @@ class ThresholdOracle(ThresholdOperator):
         for off in range(len(points)):
             p, w = points[off], int(weights[off])
             for qid in sorted(self.q):
-                lo, hi, tau, _ = self.q[qid]
+                lo, hi, tau, _, rep = self.q[qid]
                 if np.all(lo <= p) and np.all(p <= hi):
                     self.q[qid][3] += w
                     if self.q[qid][3] >= tau:
                         out_q.append(qid)
                         out_o.append(off)
-                        del self.q[qid]
+                        if rep:  # re-arm: from the next element on, weight 0, threshold rep
+                            self.q[qid][2] = rep
+                            self.q[qid][3] = 0
+                        else:
+                            del self.q[qid]
         return np.array(out_q, dtype=np.int64), np.array(out_o, dtype=np.int64)
 
     def alive(self) -> int:
         return len(self.q)
 
-    def remaining(self):
+    def export(self):
         s = self.state()
-        return s["qids"], s["lo"], s["hi"], s["tau"] - s["w"]
+        return s["qids"], s["lo"], s["hi"], s["tau"] - s["w"], s["repeat"]
 
     def state(self) -> dict[str, Any]:
         ids = sorted(self.q)
@@ -56,11 +63,14 @@ class ThresholdOracle(ThresholdOperator):
             "hi": np.array([self.q[i][1] for i in ids], dtype=float).reshape(-1, d),
             "tau": np.array([self.q[i][2] for i in ids], dtype=np.int64),
             "w": np.array([self.q[i][3] for i in ids], dtype=np.int64),
+            "repeat": np.array([self.q[i][4] for i in ids], dtype=np.int64),
         }
 
     @classmethod
     def from_state(cls, s: dict[str, Any]) -> ThresholdOracle:
         op = cls(int(s["dim"]))
+        rep = s.get("repeat")
         for i, qid in enumerate(s["qids"]):
-            op.q[int(qid)] = [s["lo"][i], s["hi"][i], int(s["tau"][i]), int(s["w"][i])]
+            op.q[int(qid)] = [s["lo"][i], s["hi"][i], int(s["tau"][i]), int(s["w"][i]),
+                              0 if rep is None else int(rep[i])]
         return op

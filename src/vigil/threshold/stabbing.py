@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import Unsupported
-from . import ThresholdOperator
+from . import ThresholdOperator, repeat_array
 from . import _stabbing_kernels as K
 from ._limits import weight_cuts
 
@@ -99,18 +99,19 @@ class IdMap:
         return self.keys[m].copy(), self.vals[m].copy()
 
 
-def _as_queries(qids, lo, hi, tau, dim):
+def _as_queries(qids, lo, hi, tau, dim, repeat=None):
     qids = np.ascontiguousarray(qids, dtype=np.int64).reshape(-1)
     k = qids.shape[0]
     lo = np.ascontiguousarray(lo, dtype=np.float64).reshape(k, dim)
     hi = np.ascontiguousarray(hi, dtype=np.float64).reshape(k, dim)
     tau = np.ascontiguousarray(tau, dtype=np.int64).reshape(k)
+    rep = np.minimum(repeat_array(repeat, k), _CAP)
     if k > 1:  # a qid registered twice in one batch: the last one wins (as in the oracle)
         _, last = np.unique(qids[::-1], return_index=True)
         if last.shape[0] < k:
             keep = np.sort(k - 1 - last)
-            qids, lo, hi, tau = qids[keep], lo[keep], hi[keep], tau[keep]
-    return qids, lo, hi, tau
+            qids, lo, hi, tau, rep = qids[keep], lo[keep], hi[keep], tau[keep], rep[keep]
+    return qids, lo, hi, tau, rep
 
 
 def _sorted_out(qs: list[np.ndarray], offs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -132,12 +133,12 @@ class _Base(ThresholdOperator):
             raise Unsupported(f"{self.name}: dimension must be >= 1, got {self.dim}")
         self._wsince = 0.0  # weight pushed since dead counters were last reset
 
-    def register(self, qids, lo, hi, tau) -> None:
-        qids, lo, hi, tau = _as_queries(qids, lo, hi, tau, self.dim)
+    def register(self, qids, lo, hi, tau, repeat=None) -> None:
+        qids, lo, hi, tau, rep = _as_queries(qids, lo, hi, tau, self.dim, repeat)
         if qids.shape[0] == 0:
             return
         self.terminate(qids)
-        self._insert(qids, lo, hi, tau, np.minimum(tau, _CAP))
+        self._insert(qids, lo, hi, tau, np.minimum(tau, _CAP), rep)
 
     def _prep_points(self, points, weights):
         w = np.ascontiguousarray(weights, dtype=np.int64).reshape(-1)
@@ -173,40 +174,44 @@ class _Base(ThresholdOperator):
         """Reset the counters of dead entries to ``K.DEAD``."""
         raise NotImplementedError
 
-    def _insert(self, qids, lo, hi, tau, rem) -> None:
+    def _insert(self, qids, lo, hi, tau, rem, rep) -> None:
         raise NotImplementedError
 
     def _alive_arrays(self) -> tuple[np.ndarray, ...]:
-        """(qid, lo[k,d], hi[k,d], tau, rem) of the alive queries, any order."""
+        """(qid, lo[k,d], hi[k,d], tau, rem, rep) of the alive queries, any order."""
         raise NotImplementedError
 
-    def remaining(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(qids, lo[k,d], hi[k,d], remaining thresholds tau - W) of the alive queries:
-        registering them with these thresholds in any operator continues every query exactly
-        (how ``auto`` switches algorithms)."""
-        qid, lo, hi, _tau, rem = self._alive_arrays()
+    def export(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(qids, lo[k,d], hi[k,d], remaining thresholds tau - W, re-arm thresholds) of the alive
+        queries: registering them in any operator continues every query exactly (how ``auto``
+        switches algorithms)."""
+        qid, lo, hi, _tau, rem, rep = self._alive_arrays()
         return qid.copy(), np.asarray(lo, float).reshape(-1, self.dim).copy(), \
-            np.asarray(hi, float).reshape(-1, self.dim).copy(), rem.copy()
+            np.asarray(hi, float).reshape(-1, self.dim).copy(), rem.copy(), rep.copy()
 
     def state(self) -> dict[str, Any]:
-        qid, lo, hi, tau, rem = self._alive_arrays()
+        qid, lo, hi, tau, rem, rep = self._alive_arrays()
         order = np.argsort(qid, kind="stable")
+        w = np.minimum(tau, _CAP) - rem
+        # a re-armed query's round threshold is rep, not the tau it was registered with
+        tau = np.where(w < 0, rem, tau)
         return {
             "dim": self.dim,
             "qids": qid[order],
             "lo": lo[order].reshape(-1, self.dim),
             "hi": hi[order].reshape(-1, self.dim),
             "tau": tau[order],
-            "w": (np.minimum(tau, _CAP) - rem)[order],
+            "w": np.maximum(w, 0)[order],
+            "repeat": rep[order],
         }
 
     @classmethod
     def from_state(cls, s: dict[str, Any]):
         op = cls(int(s["dim"]))
-        qids, lo, hi, tau = _as_queries(s["qids"], s["lo"], s["hi"], s["tau"], op.dim)
+        qids, lo, hi, tau, rep = _as_queries(s["qids"], s["lo"], s["hi"], s["tau"], op.dim, s.get("repeat"))
         w = np.asarray(s["w"], dtype=np.int64).reshape(-1)
         if qids.shape[0]:
-            op._insert(qids, lo, hi, tau, np.minimum(tau, _CAP) - w)
+            op._insert(qids, lo, hi, tau, np.minimum(tau, _CAP) - w, rep)
         return op
 
 
@@ -234,23 +239,26 @@ class Scan(_Base):
         self.hi = np.empty((d, cap), np.float64)
         self.tau = np.empty(cap, np.int64)
         self.rem = np.empty(cap, np.int64)
+        self.rep = np.zeros(cap, np.int64)  # re-arm thresholds (0 = one-shot)
         self.live = np.zeros(cap, np.bool_)
 
     def _resize(self, need: int) -> None:
         cap = self.qid.shape[0]
         if need <= cap:
             return
-        old = (self.qid, self.lo, self.hi, self.tau, self.rem, self.live)
+        old = (self.qid, self.lo, self.hi, self.tau, self.rem, self.live, self.rep)
         self._alloc(max(need, 2 * cap))
         n = self.n
         self.qid[:n], self.tau[:n], self.rem[:n], self.live[:n] = old[0][:n], old[3][:n], old[4][:n], old[5][:n]
+        self.rep[:n] = old[6][:n]
         self.lo[:, :n], self.hi[:, :n] = old[1][:, :n], old[2][:, :n]
 
-    def _insert(self, qids, lo, hi, tau, rem) -> None:
+    def _insert(self, qids, lo, hi, tau, rem, rep) -> None:
         k = qids.shape[0]
         self._resize(self.n + k)
         a, b = self.n, self.n + k
         self.qid[a:b], self.tau[a:b], self.rem[a:b], self.live[a:b] = qids, tau, rem, True
+        self.rep[a:b] = rep
         self.lo[:, a:b], self.hi[:, a:b] = lo.T, hi.T
         self.ids.put(qids, np.arange(a, b, dtype=np.int64))
         self.n = b
@@ -278,6 +286,7 @@ class Scan(_Base):
         keep = np.flatnonzero(self.live[: self.n])
         k = keep.shape[0]
         self.qid[:k], self.tau[:k], self.rem[:k] = self.qid[keep], self.tau[keep], self.rem[keep]
+        self.rep[:k] = self.rep[keep]
         self.lo[:, :k], self.hi[:, :k] = self.lo[:, keep], self.hi[:, keep]
         self.live[:k] = True
         self.live[k:] = False
@@ -291,13 +300,22 @@ class Scan(_Base):
         out_pos = np.empty(self.n_alive, np.int64)
         out_off = np.empty(self.n_alive, np.int64)
         kern = {1: K.scan_push_1d, 2: K.scan_push_2d}.get(self.dim, K.scan_push_nd)
-        cnt = kern(self.lo, self.hi, self.rem, self.n, pt, w, out_pos, out_off)
-        pos = out_pos[:cnt]
+        cnt, out_pos, out_off = kern(self.lo, self.hi, self.rem, self.rep, self.n, pt, w, out_pos, out_off)
+        return self._finish(out_pos[:cnt], out_off[:cnt].copy())
+
+    def _finish(self, pos, off):
+        """Maturities (slots, offsets) -> sorted (qids, offsets); one-shot slots die."""
         qids = self.qid[pos]
-        self.live[pos] = False
-        self.n_alive -= cnt
-        self.ids.pop(qids)
-        q, o = _sorted_out([qids], [out_off[:cnt].copy()])
+        once = self.rep[pos] == 0
+        if not once.all():
+            pos, gone = pos[once], qids[once]
+        else:
+            gone = qids
+        if pos.shape[0]:
+            self.live[pos] = False
+            self.n_alive -= pos.shape[0]
+            self.ids.pop(gone)
+        q, o = _sorted_out([qids], [off])
         self._maybe_compact()
         return q, o
 
@@ -306,7 +324,7 @@ class Scan(_Base):
 
     def _alive_arrays(self):
         m = np.flatnonzero(self.live[: self.n])
-        return self.qid[m], self.lo[:, m].T, self.hi[:, m].T, self.tau[m], self.rem[m]
+        return self.qid[m], self.lo[:, m].T, self.hi[:, m].T, self.tau[m], self.rem[m], self.rep[m]
 
 
 # --------------------------------------------------------------------------------------------
@@ -319,8 +337,8 @@ class _Level:
 
     uid: int
 
-    def __init__(self, qid, lo, hi, tau, rem) -> None:
-        self.qid, self.lo, self.hi, self.tau, self.rem = qid, lo, hi, tau, rem
+    def __init__(self, qid, lo, hi, tau, rem, rep) -> None:
+        self.qid, self.lo, self.hi, self.tau, self.rem, self.rep = qid, lo, hi, tau, rem, rep
         self.live = np.ones(qid.shape[0], np.bool_)
         self.alive = qid.shape[0]
 
@@ -335,7 +353,7 @@ class _Level:
 class _ITLevel(_Level):
     """Static 1D centred interval tree; counters in left-list order (see itree_push)."""
 
-    def __init__(self, qid, lo, hi, tau, rem) -> None:
+    def __init__(self, qid, lo, hi, tau, rem, rep) -> None:
         k = qid.shape[0]
         root, center, lch, rch, ms, Lval, Litem, Hval, Hitem = K.itree_build(
             np.array([0, k], np.int64), np.ascontiguousarray(lo[:, 0]), np.ascontiguousarray(hi[:, 0])
@@ -343,14 +361,14 @@ class _ITLevel(_Level):
         perm = Litem.astype(np.int64)
         inv = np.empty(k, np.int32)
         inv[perm] = np.arange(k, dtype=np.int32)
-        super().__init__(qid[perm], lo[perm], hi[perm], tau[perm], rem[perm].copy())
+        super().__init__(qid[perm], lo[perm], hi[perm], tau[perm], rem[perm].copy(), rep[perm].copy())
         self.root = int(root[0]) if k else -1
         self.center, self.lch, self.rch, self.ms = center, lch, rch, ms
         self.Lval, self.Hval, self.Hpos = Lval, Hval, inv[Hitem]
 
     def stab(self, pts, w, out_pos, out_off) -> int:
         return K.itree_push(self.root, self.center, self.lch, self.rch, self.ms, self.Lval, self.Hval,
-                            self.Hpos, self.rem, np.ascontiguousarray(pts[:, 0]), w, out_pos, out_off)
+                            self.Hpos, self.rem, self.rep, np.ascontiguousarray(pts[:, 0]), w, out_pos, out_off)
 
 
 class _SILevel(_Level):
@@ -358,11 +376,11 @@ class _SILevel(_Level):
     distinct x endpoints; node v holds an interval tree (root sroot[v]) on the y-ranges of the
     queries having v as a canonical node."""
 
-    def __init__(self, qid, lo, hi, tau, rem) -> None:
+    def __init__(self, qid, lo, hi, tau, rem, rep) -> None:
         # positions in (ylo, xlo) order: within a node the y-lists then touch counters in
         # increasing (left list) or mostly decreasing (right list) position order
         perm = np.lexsort((lo[:, 0], lo[:, 1]))
-        super().__init__(qid[perm], lo[perm], hi[perm], tau[perm], rem[perm])
+        super().__init__(qid[perm], lo[perm], hi[perm], tau[perm], rem[perm], rep[perm])
         lo, hi = self.lo, self.hi
         xlo, xhi = np.ascontiguousarray(lo[:, 0]), np.ascontiguousarray(hi[:, 0])
         self.E = np.unique(np.concatenate([xlo, xhi]))
@@ -375,7 +393,7 @@ class _SILevel(_Level):
 
     def stab(self, pts, w, out_pos, out_off) -> int:
         return K.seg_intv_push(self.E, self.seg_size, self.sroot, self.center, self.lch, self.rch,
-                               self.ms, self.Lval, self.Lq, self.Hval, self.Hq, self.rem,
+                               self.ms, self.Lval, self.Lq, self.Hval, self.Hq, self.rem, self.rep,
                                np.ascontiguousarray(pts[:, 0]), np.ascontiguousarray(pts[:, 1]), w,
                                out_pos, out_off)
 
@@ -396,8 +414,8 @@ class _LogMethod(_Base):
         self._next_uid = 0
         self.n_alive = 0
 
-    def _add_level(self, qid, lo, hi, tau, rem) -> None:
-        lev = self._level_cls(qid, lo, hi, tau, rem)
+    def _add_level(self, qid, lo, hi, tau, rem, rep) -> None:
+        lev = self._level_cls(qid, lo, hi, tau, rem, rep)
         lev.uid = self._next_uid
         self._next_uid += 1
         self.levels.append(lev)
@@ -410,8 +428,8 @@ class _LogMethod(_Base):
             self.levels.remove(lev)
             del self.by_uid[lev.uid]
             m = np.flatnonzero(lev.live)
-            parts.append((lev.qid[m], lev.lo[m], lev.hi[m], lev.tau[m], lev.rem[m]))
-        cols = [np.concatenate([p[i] for p in parts]) for i in range(5)]
+            parts.append((lev.qid[m], lev.lo[m], lev.hi[m], lev.tau[m], lev.rem[m], lev.rep[m]))
+        cols = [np.concatenate([p[i] for p in parts]) for i in range(6)]
         if cols[0].shape[0]:
             self._add_level(*cols)
 
@@ -430,8 +448,8 @@ class _LogMethod(_Base):
         for lev in self.levels:
             lev.rem[~lev.live] = K.DEAD
 
-    def _insert(self, qids, lo, hi, tau, rem) -> None:
-        self._add_level(qids, lo, hi, tau, rem)
+    def _insert(self, qids, lo, hi, tau, rem, rep) -> None:
+        self._add_level(qids, lo, hi, tau, rem, rep)
         self.n_alive += qids.shape[0]
         self._maintain()
 
@@ -453,21 +471,25 @@ class _LogMethod(_Base):
     def _push_raw(self, pts, w):
         if w.shape[0] == 0 or self.n_alive == 0:
             return _EMPTY_I.copy(), _EMPTY_I.copy()
-        qs, offs = [], []
+        qs, offs, gone = [], [], []
         for lev in self.levels:
             out_pos = np.empty(lev.alive, np.int64)
             out_off = np.empty(lev.alive, np.int64)
-            cnt = lev.stab(pts, w, out_pos, out_off)
+            cnt, out_pos, out_off = lev.stab(pts, w, out_pos, out_off)
             if cnt:
                 pos = out_pos[:cnt]
-                lev.live[pos] = False
-                lev.alive -= cnt
                 qs.append(lev.qid[pos])
                 offs.append(out_off[:cnt].copy())
+                pos = pos[lev.rep[pos] == 0]  # one-shot queries die, re-arming ones stay
+                if pos.shape[0]:
+                    lev.live[pos] = False
+                    lev.alive -= pos.shape[0]
+                    gone.append(lev.qid[pos])
         q, o = _sorted_out(qs, offs)
-        if q.shape[0]:
-            self.ids.pop(q)
-            self.n_alive -= q.shape[0]
+        if gone:
+            g = np.concatenate(gone)
+            self.ids.pop(g)
+            self.n_alive -= g.shape[0]
             self._maintain()
         return q, o
 
@@ -475,12 +497,12 @@ class _LogMethod(_Base):
         return self.n_alive
 
     def _alive_arrays(self):
-        parts = [(lv.qid[lv.live], lv.lo[lv.live], lv.hi[lv.live], lv.tau[lv.live], lv.rem[lv.live])
+        parts = [(lv.qid[lv.live], lv.lo[lv.live], lv.hi[lv.live], lv.tau[lv.live], lv.rem[lv.live], lv.rep[lv.live])
                  for lv in self.levels]
         if not parts:
             d = self.dim
-            return (_EMPTY_I, np.zeros((0, d)), np.zeros((0, d)), _EMPTY_I, _EMPTY_I)
-        return tuple(np.concatenate([p[i] for p in parts]) for i in range(5))
+            return (_EMPTY_I, np.zeros((0, d)), np.zeros((0, d)), _EMPTY_I, _EMPTY_I, _EMPTY_I)
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(6))
 
 
 class IntervalTreeStabbing(_LogMethod):
@@ -548,10 +570,10 @@ class RTreeStabbing(Scan):
         mins, maxs = self._boxes(slots)
         self.idx = self._index_mod.Index((slots, mins, maxs), properties=p)
 
-    def _insert(self, qids, lo, hi, tau, rem) -> None:
+    def _insert(self, qids, lo, hi, tau, rem, rep) -> None:
         a = self.n
         alive_before = self.n_alive
-        super()._insert(qids, lo, hi, tau, rem)
+        super()._insert(qids, lo, hi, tau, rem, rep)
         if self.idx is None or qids.shape[0] >= max(64, alive_before):
             self._rebuild()
             return
@@ -577,14 +599,7 @@ class RTreeStabbing(Scan):
         for a in range(0, n, step):
             b = min(n, a + step)
             ids, counts = self.idx.intersection_v(box[a:b], box[a:b])
-            cnt = K.apply_hits(ids, counts.astype(np.int64), self.rem, w[a:b], a, out_pos, out_off, cnt,
-                               verify, self.lo, self.hi, pts)
-        pos = out_pos[:cnt]
-        qids = self.qid[pos]
-        self.live[pos] = False
-        self.n_alive -= cnt
-        self.ids.pop(qids)
-        q, o = _sorted_out([qids], [out_off[:cnt].copy()])
-        self._maybe_compact()
-        return q, o
+            cnt, out_pos, out_off = K.apply_hits(ids, counts.astype(np.int64), self.rem, self.rep, w[a:b], a,
+                                                 out_pos, out_off, cnt, verify, self.lo, self.hi, pts)
+        return self._finish(out_pos[:cnt], out_off[:cnt].copy())
 

@@ -72,14 +72,15 @@ class Sweep(Scan):
                 if p.shape[0]:
                     slots.append(p)
                     offs.append(o + c0)
-                    self.live[p] = False
-                    self.n_alive -= p.shape[0]
+                    once = p[self.rep[p] == 0]  # one-shot queries die, re-arming ones stay
+                    self.live[once] = False
+                    self.n_alive -= once.shape[0]
                 c0 = c1
         if not slots:
             return _EMPTY_I.copy(), _EMPTY_I.copy()
         pos = np.concatenate(slots)
         qids = self.qid[pos]
-        self.ids.pop(qids)
+        self.ids.pop(qids[self.rep[pos] == 0])
         q, o = _sorted_out([qids], [np.concatenate(offs)])
         self._maybe_compact()
         return q, o
@@ -99,10 +100,12 @@ class Sweep(Scan):
             P = np.zeros(B + 1, np.int64)
             np.cumsum(ws, out=P[1:])
             k = K.weights_1d(self.lo, self.hi, self.rem, self.n, xs, P, cand, ca, cb)
+            cand, ca, cb, rp, ro = self._rearm(order, order, w, cand[:k], ca[:k], cb[:k], ca[:k], cb[:k], False)
+            k = cand.shape[0]
             out = np.empty(k, np.int64)
             if k:
-                K.locate_1d(order, x, w, self.lo, self.hi, self.rem, cand[:k], ca[:k], cb[:k], k, out)
-            return cand[:k].copy(), out
+                K.locate_1d(order, x, w, self.lo, self.hi, self.rem, cand, ca, cb, k, out)
+            return np.concatenate([cand, rp]), np.concatenate([out, ro])
         y = np.ascontiguousarray(pts[:, 1])
         yorder = np.argsort(y, kind="stable")
         yrank = np.empty(B, np.int64)
@@ -111,8 +114,28 @@ class Sweep(Scan):
         cyb = np.empty(cap, np.int64)
         k = K.weights_2d(self.lo, self.hi, self.rem, self.n, xs, yrank[order], ws, y[yorder],
                          cand, ca, cb, cya, cyb)
+        cand, ca, cb, rp, ro, cya, cyb = self._rearm(order, yrank, w, cand[:k], ca[:k], cb[:k], cya[:k], cyb[:k],
+                                                     True)
+        k = cand.shape[0]
         out = np.empty(k, np.int64)
         if k:
-            K.locate_2d(order, x, y, w, yrank, self.lo, self.hi, self.rem, cand[:k], ca[:k], cb[:k],
-                        cya[:k], cyb[:k], k, out)
-        return cand[:k].copy(), out
+            K.locate_2d(order, x, y, w, yrank, self.lo, self.hi, self.rem, cand, ca, cb, cya, cyb, k, out)
+        return np.concatenate([cand, rp]), np.concatenate([out, ro])
+
+    def _rearm(self, order, yrank, w, cand, ca, cb, cya, cyb, use_y):
+        """Split the candidates: re-arming ones are walked through their elements in time order
+        (``rearm_walk``: every crossing); returns the one-shot candidates (for ``locate_*``) and
+        the re-arming ones' maturities (slots, offsets)."""
+        rq = self.rep[cand] > 0
+        if not rq.any():
+            rp = ro = _EMPTY_I
+        else:
+            r = np.flatnonzero(rq)
+            rp, ro = K.rearm_walk(order, yrank, w, self.rem, self.rep, cand[r], ca[r], cb[r], cya[r], cyb[r],
+                                  r.shape[0], use_y)
+            keep = ~rq
+            cand, ca, cb, cya, cyb = cand[keep], ca[keep], cb[keep], cya[keep], cyb[keep]
+        cand, ca, cb = np.ascontiguousarray(cand), np.ascontiguousarray(ca), np.ascontiguousarray(cb)
+        if use_y:
+            return cand, ca, cb, rp, ro, np.ascontiguousarray(cya), np.ascontiguousarray(cyb)
+        return cand, ca, cb, rp, ro
