@@ -40,7 +40,7 @@ import pyarrow as pa
 from . import jsonline, oprun, registry
 from .errors import HistoryRefused, Unsupported
 from .events import ERROR_COLUMN, OUTPUT_SCHEMA, seq_column
-from .group import Cols, Group, Segment, monotone
+from .group import Cols, Group, PerKey, Segment, monotone
 from .history import History, parse_horizon
 from .oprun import REFUSALS
 from .partial import Partial
@@ -282,8 +282,19 @@ class Engine:
             return None
         (value, keys), = g.lookup_many(np.array([qid], np.int64), n)
         self.counts["ops_applied"] += 1
-        self._emit("answer", qid, n, value=value, keys=keys, asked_at=at if at != n else None)
+        self._answer(qid, n, value, keys, asked_at=at if at != n else None)
         return None
+
+    def _answer(self, qid: int, at: int, value, keys, asked_at=None) -> None:
+        """A lookup's answer event; a per-key answer (:class:`vigil.group.PerKey`) is one event per
+        key (its key texts in ``keys``), or one with an empty key list when no key has a value."""
+        if isinstance(value, PerKey):
+            if not value:
+                self._emit("answer", qid, at, keys=[], asked_at=asked_at)
+            for k, v in value:
+                self._emit("answer", qid, at, value=v, keys=list(k), asked_at=asked_at)
+            return
+        self._emit("answer", qid, at, value=value, keys=keys, asked_at=asked_at)
 
     def _apply_pending(self, upto: int) -> None:
         self._apply_all(self.pending.take(self.pending.count_upto(upto)))
@@ -326,7 +337,7 @@ class Engine:
             if k in answers:  # the others are rejected by _apply with its reasons
                 value, keys = answers[k]
                 self.counts["ops_applied"] += 1
-                self._emit("answer", qids[k], op["at"], value=value, keys=keys)
+                self._answer(qids[k], op["at"], value, keys)
             else:
                 self._apply(op, n)
 

@@ -158,12 +158,15 @@ def output_rows(table: pa.Table) -> list[dict[str, Any]]:
         d: dict[str, Any] = {"event": ev, "id": row["id"], "at": row["at"]}
         if row.get("asked_at") is not None:  # a late lookup's answer
             d["asked_at"] = row["asked_at"]
-        if ev in ("answer", "update"):  # update: a notify quantile query's pushed value
-            if row["keys"] is not None:
+        if ev in ("answer", "update", "alert", "clear"):  # update: a notify quantile query's pushed value
+            v = row["value"]
+            null = v is None or (isinstance(v, float) and math.isnan(v))
+            if row["keys"] is not None and null:  # a substream filter's keys
                 d["value"] = row["keys"]
             else:
-                v = row["value"]
-                d["value"] = None if v is None or (isinstance(v, float) and math.isnan(v)) else _num(v)
+                if row["keys"] is not None:  # a per-key (group_by) result: its key, then its value
+                    d["keys"] = row["keys"]
+                d["value"] = None if null else _num(v)
         elif ev == "join":
             d["r"], d["s"] = row["r"], row["s"]
         elif ev in ("cluster", "cluster_update"):  # notify "cluster" quantile queries: the number in r

@@ -41,7 +41,8 @@ from .events import OUTPUT_SCHEMA, key_column, key_equals, numeric_column, weigh
 
 # event codes used while a segment's outputs are sorted (at equal position, in this order);
 # cluster / cluster_update: quantile queries with "notify": "cluster" (the cluster number in ``r``)
-EV_NAMES = ["rejected", "matured", "join", "affected", "update", "cluster", "cluster_update"]
+# alert / clear: quantile alert queries (above / below), their crossings
+EV_NAMES = ["rejected", "matured", "join", "affected", "update", "cluster", "cluster_update", "alert", "clear"]
 EV = {n: i for i, n in enumerate(EV_NAMES)}
 
 
@@ -110,13 +111,18 @@ class Segment:
     def __init__(self) -> None:
         self.parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.reasons: list[tuple[int, str]] = []  # (at, reason) of rejected rows
+        self.keys: dict[int, np.ndarray] = {}  # part index -> the outputs' keys (per-key results)
 
-    def add(self, ev: str, qids: np.ndarray, at: np.ndarray, r=None, s=None, value=None) -> None:
+    def add(self, ev: str, qids: np.ndarray, at: np.ndarray, r=None, s=None, value=None, keys=None) -> None:
         """Outputs ``ev`` of queries ``qids`` at positions ``at`` (arrays of one length); ``r``,
-        ``s``: join pairs; ``value``: float64 values (NaN = null), e.g. pushed quantile updates."""
+        ``s``: join pairs; ``value``: float64 values (NaN = null), e.g. pushed quantile updates;
+        ``keys``: per-key results' keys (an object array of lists of text, written to ``keys``).
+        Outputs tied on (at, event, query) keep the order they were added in."""
         if len(qids):
             k = len(qids)
             none = np.full(k, -1, np.int64)
+            if keys is not None:
+                self.keys[len(self.parts)] = np.asarray(keys, object)
             self.parts.append(
                 (EV[ev], np.asarray(qids, np.int64), np.asarray(at, np.int64),
                  none if r is None else np.asarray(r, np.int64), none if s is None else np.asarray(s, np.int64),
@@ -130,14 +136,20 @@ class Segment:
         order = np.argsort(qs)
         qs, ts = qs[order], ts[order]
         parts = []
-        for ev, qid, at, r, s, v in self.parts:
+        keys = {}
+        for i, (ev, qid, at, r, s, v) in enumerate(self.parts):
             pos = np.minimum(np.searchsorted(qs, qid), len(qs) - 1)
             keep = ~((qs[pos] == qid) & (at > ts[pos]))
+            kk = self.keys.get(i)
             if not keep.all():
                 qid, at, r, s, v = qid[keep], at[keep], r[keep], s[keep], v[keep]
+                kk = None if kk is None else kk[keep]
             if len(qid):
+                if kk is not None:
+                    keys[len(parts)] = kk
                 parts.append((ev, qid, at, r, s, v))
         self.parts = parts
+        self.keys = keys
 
     def table(self, ids: list[str], out_counts: dict[str, int]) -> pa.Table | None:
         """The segment's element outputs and rejected rows, as one table in position order
@@ -151,13 +163,19 @@ class Segment:
                 if c:
                     out_counts[EV_NAMES[code]] = out_counts.get(EV_NAMES[code], 0) + c
             ev, qid, at, r, s, v = ev[o], qid[o], at[o], r[o], s[o], v[o]
+            if self.keys:
+                kk = np.concatenate([self.keys.get(i, np.full(len(p[1]), None, object))
+                                     for i, p in enumerate(self.parts)])[o]
+                keys_col = pa.array(kk.tolist(), pa.list_(pa.string()))
+            else:
+                keys_col = pa.nulls(len(o), pa.list_(pa.string()))
             tables.append(pa.table(
                 {
                     "event": pc.take(_EV_ARROW, pa.array(ev)),
                     "id": _names(ids, qid),
                     "at": pa.array(at, pa.int64()),
                     "value": pa.array(v, pa.float64(), mask=np.isnan(v)),
-                    "keys": pa.nulls(len(o), pa.list_(pa.string())),
+                    "keys": keys_col,
                     "r": pa.array(np.where(r >= 0, r, 0), pa.int64(), mask=r < 0),
                     "s": pa.array(np.where(s >= 0, s, 0), pa.int64(), mask=s < 0),
                     "reason": pa.nulls(len(o), pa.string()),
@@ -187,6 +205,12 @@ def monotone(t: np.ndarray, ok: np.ndarray, t_last: float) -> np.ndarray:
     tt = np.where(ok, t, -np.inf)
     prev = np.maximum.accumulate(np.r_[t_last, tt[:-1]]) if len(tt) else tt
     return ~ok | (t >= prev)
+
+
+class PerKey(list):
+    """A lookup's answer with one value per key (queries with ``group_by``): a list of (key texts,
+    value); the engine emits one ``answer`` per item (``keys`` = its key texts), or one answer
+    with an empty key list when it is empty."""
 
 
 class Codes:

@@ -14,6 +14,8 @@ Presets (``--scale F`` multiplies the paper's sizes; default 0.1):
 * peers  — the GK summary against DataSketches KLL and REQ and t-digest (fastdigest): observed rank
   error, space, elements/s; and the continuous-query peer: a KLL sketch whose sorted view is
   recomputed every 1,000 elements and every notify query re-answered from it.
+* alerts — quantile alerts (above/below with rearm) on 1M*F queries: alert events against the exact
+  crossings and CPU against the same notify queries (:mod:`.quantile_alerts`).
 * targets — 1M notify queries: casu with 1M*F notify queries on uniform and semisort streams
   (elements/s, query-processing overhead over summary maintenance alone), the KLL re-answer peer on
   the same input, OQC's cluster count against QC_B's.
@@ -45,7 +47,7 @@ import numpy as np
 from ..workloads.quantiles import arrivals, data_stream, query_batches, query_set
 from .common import Result, plot_doc, png_path, print_table, result_doc, write_json
 
-PRESETS = ("fig5", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "peers", "targets")
+PRESETS = ("fig5", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "peers", "targets", "alerts")
 EPS = 0.005
 BATCH = 100_000
 
@@ -291,6 +293,10 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
                notify: str = "query", peer: bool = True) -> dict[str, Any]:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    if preset == "alerts":  # quantile alerts vs exact crossings: bench/quantile_alerts.py
+        from .quantile_alerts import run_alerts_preset
+
+        return run_alerts_preset(scale, algos, out, seed)
     f = 0.1 if scale is None else float(scale)
     n_q = max(1000, int(2_000_000 * f))
     results: list[Result] = []

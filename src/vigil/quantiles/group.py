@@ -31,6 +31,8 @@ import numpy as np
 from ..errors import Unsupported
 from ..group import Group
 from ..specs import QuantileSpec
+from .alerts import ALERT, Alerts, spec_alert
+from .rank import rank_answers
 
 
 class QuantileGroup(Group):
@@ -43,7 +45,17 @@ class QuantileGroup(Group):
         p: dict[str, Any] = {"column": spec.column, "rows": spec.rows}
         if spec.notify == "cluster":
             p["notify"] = "cluster"
+        if spec.keyed():  # per-key queries: vigil.quantiles.keyed
+            p["where"] = spec.where
+            p["group_by"] = spec.group_keys()
         return p
+
+    def __new__(cls, engine, params):
+        if "group_by" in params:  # where / group_by queries: one summary per key (keyed.py)
+            from .keyed import KeyedQuantileGroup
+
+            return KeyedQuantileGroup(engine, params)
+        return super().__new__(cls)
 
     def __init__(self, engine, params):
         super().__init__(engine, params)
@@ -53,6 +65,8 @@ class QuantileGroup(Group):
         self.fresh: set[int] = set()  # per-query clusters: queries whose cluster event is still due
         self.notify: set[int] = set()  # notify queries (of any mode)
         self.fed: int | None = None  # the last position pushed to the operator
+        self.alerts = Alerts()  # alert queries (above/below), by qid: alerts.py
+        self.rank: dict[int, float] = {}  # rank queries: qid -> rank_of (answered from summaries)
 
     def part_tag(self):
         return "seq"
@@ -64,15 +78,29 @@ class QuantileGroup(Group):
         if spec.notify and self.engine.partial is not None:
             raise Unsupported("notify quantile queries are not served in sharded mode (shards hold parts of the stream)")
         notify = spec.notify if self.native or not self.cluster else True
-        self.op.register(qid, float(spec.phi), float(spec.epsilon), start, notify=notify)
-        if spec.notify:
+        alert = spec_alert(spec)
+        if (alert or spec.rank_of is not None) and self.engine.partial is not None:
+            raise Unsupported("quantile alerts and rank queries are not served in sharded mode")
+        if spec.rank_of is not None and spec.notify:
+            raise Unsupported("rank_of with notify: a rank query is answered on lookup")
+        if alert:  # a notify query whose updates feed its alert machine (alerts.py)
+            notify = True
+        phi = 0.5 if spec.phi is None else float(spec.phi)  # rank queries only read the summary
+        self.op.register(qid, phi, float(spec.epsilon), start, notify=notify)
+        if spec.notify or alert:
             self.notify.add(qid)
+        if alert:
+            self.alerts.set(qid, *alert)
+        if spec.rank_of is not None:
+            self.rank[qid] = float(spec.rank_of)
         if self.cluster and not self.native:
             self.fresh.add(qid)
 
     def terminate(self, qid):
         self.fresh.discard(qid)
         self.notify.discard(qid)
+        self.alerts.drop(qid)
+        self.rank.pop(qid, None)
         self.op.terminate(qid)
 
     def feed_positions(self, cols, rows, seqs, vis, seg):
@@ -113,6 +141,13 @@ class QuantileGroup(Group):
         qids, offsets, values = self.op.push(x, seqs)
         self.fed = int(seqs[-1])
         if not self.cluster:
+            if len(qids) and self.alerts.n:  # alert queries: only their crossings (alerts.py)
+                hit, pos, code = self.alerts.filter(qids, values)
+                for ev, c in (("alert", ALERT), ("clear", 1 - ALERT)):
+                    e = pos[code == c]
+                    seg.add(ev, qids[e], seqs[offsets[e]], value=values[e])
+                keep = ~hit
+                qids, offsets, values = qids[keep], offsets[keep], values[keep]
             if len(qids):
                 seg.add("update", qids, seqs[offsets], value=values)
             return
@@ -134,14 +169,19 @@ class QuantileGroup(Group):
         seg.add("cluster_update", np.full(len(qids), -1, np.int64), seqs[offsets], r=qids, value=values)
 
     def lookup_many(self, qids, n):
-        return [(None if math.isnan(x) else x, None) for x in self.op.lookup(qids, n).tolist()]
+        out = self.op.lookup(qids, n)
+        if self.rank:
+            out = rank_answers(self.op, self.rank, np.asarray(qids, np.int64), n, out)
+        return [(None if math.isnan(x) else x, None) for x in out.tolist()]
 
     def summary(self, qid: int, n: int) -> np.ndarray:
         return self.op.summary(qid, n)
 
     def state(self) -> dict[str, Any]:
         return {**super().state(), "fresh": np.array(sorted(self.fresh), np.int64),
-                "notify": np.array(sorted(self.notify), np.int64), "fed": -2**63 if self.fed is None else self.fed}
+                "notify": np.array(sorted(self.notify), np.int64), "fed": -2**63 if self.fed is None else self.fed,
+                "alerts": self.alerts.state(), "rank_q": np.array(sorted(self.rank), np.int64),
+                "rank_x": np.array([self.rank[q] for q in sorted(self.rank)], np.float64)}
 
     def load(self, s: dict[str, Any]) -> None:
         super().load(s)
@@ -150,3 +190,6 @@ class QuantileGroup(Group):
         self.fed = None if fed == -2**63 else fed
         # a snapshot without the notify set: follow every position (harmless without notify)
         self.notify = set(np.asarray(s["notify"], np.int64).tolist()) if "notify" in s else {-1}
+        self.alerts = Alerts.from_state(s.get("alerts"))
+        self.rank = dict(zip(np.asarray(s.get("rank_q", ()), np.int64).tolist(),
+                             np.asarray(s.get("rank_x", ()), np.float64).tolist(), strict=True))
