@@ -32,6 +32,13 @@ COMPILES = [
      {"type": "window_aggregate", "agg": "avg", "column": "price", "time": [300, 60], "time_column": "t2"}),
     ("SELECT QUANTILE(latency, 0.99) FROM requests [ROWS 1000]",
      {"type": "window_aggregate", "agg": "quantile", "column": "latency", "phi": 0.99, "rows": [1000, 0]}),
+    ("SELECT MAX(price) FROM trades [ROWS 5] WHERE symbol = 'AAPL'",
+     {"type": "window_aggregate", "agg": "max", "column": "price", "rows": [5, 0], "where": {"symbol": "AAPL"}}),
+    ("SELECT symbol, MAX(price) FROM trades [ROWS 5] GROUP BY symbol",
+     {"type": "window_aggregate", "agg": "max", "column": "price", "rows": [5, 0], "group_by": "symbol"}),
+    ("SELECT QUANTILE(latency, 0.99) FROM requests [ROWS 1000] WHERE latency >= 0 GROUP BY endpoint, region",
+     {"type": "window_aggregate", "agg": "quantile", "column": "latency", "phi": 0.99, "rows": [1000, 0],
+      "where": {"latency": [0, None]}, "group_by": ["endpoint", "region"]}),
     ("SELECT symbol FROM trades [RANGE 300] GROUP BY symbol HAVING COUNT(*) > 500",
      {"type": "substream_filter", "agg": "count", "key": "symbol", "time": 300, "range": [500, None]}),
     ("SELECT symbol FROM trades [RANGE 60 ON ts] GROUP BY symbol HAVING SUM(shares) > 10 AND SUM(shares) < 20",
@@ -72,10 +79,9 @@ def test_statement_compiles_to_its_spec(text, want):
 
 
 REFUSED = [
-    ("SELECT MAX(price) FROM trades [ROWS 5] WHERE symbol = 'AAPL'", "window_aggregate has no where/group_by yet"),
-    ("SELECT QUANTILE(latency, 0.99) FROM requests [ROWS 1000] GROUP BY endpoint",
-     "window_aggregate has no where/group_by yet"),
-    ("SELECT MAX(price) FROM trades [PARTITION BY symbol ROWS 5]", "window_aggregate has no where/group_by yet"),
+    ("SELECT MAX(price) FROM trades [PARTITION BY symbol ROWS 5]", "per-key window is WHERE key = value or GROUP BY"),
+    ("SELECT symbol, MAX(price), MIN(price) FROM trades [ROWS 5] GROUP BY symbol", "selects one aggregate"),
+    ("SELECT MAX(price) FROM trades [ROWS 5] GROUP BY price + 1", "GROUP BY: name key columns"),
     ("SELECT APPROX_QUANTILE(x, 0.5, 0.01) FROM t WHERE k = 'a'", "quantile has no where/group_by yet"),
     ("UPDATE trades SET price = 1", "only SELECT is supported"),
     ("SELECT 1", "SELECT without FROM"),
@@ -103,7 +109,7 @@ REFUSED = [
     ("SELECT SUM(w) FROM t WHERE a >= 1 HAVING SUM(w) >= 2.5", "must be an integer"),
     ("SELECT k FROM t [ROWS 5] GROUP BY k HAVING COUNT(*) > 1", "needs a time window"),
     ("SELECT k FROM t [RANGE 5] GROUP BY k HAVING COUNT(*) >= 1", "the range is open here"),
-    ("SELECT k FROM t [RANGE 5] GROUP BY k", "window_aggregate has no where/group_by yet"),
+    ("SELECT k FROM t [RANGE 5] GROUP BY k", "selects one aggregate"),
     ("SELECT COUNT(*) FROM t [RANGE 5] GROUP BY k HAVING COUNT(*) > 1", "selects its key"),
     ("SELECT k FROM t [RANGE 5] GROUP BY k, j HAVING COUNT(*) > 1", "exactly one key column"),
     ("SELECT /*+ EPSILON(0.1) */ MAX(a) FROM t [ROWS 5]", "do not apply to window_aggregate"),
@@ -148,8 +154,8 @@ def test_vigil_sql_command():
                                     "rows": [5, 0]}
     r = runner.invoke(app, ["sql", "--op", "SELECT COUNT(*) FROM t [RANGE 5]"])
     assert json.loads(r.output)["query"]["id"] == "q1"
-    r = runner.invoke(app, ["sql", "SELECT MAX(price) FROM trades [ROWS 5] WHERE symbol = 'AAPL'"])
-    assert r.exit_code == 2 and "window_aggregate has no where/group_by yet" in r.output
+    r = runner.invoke(app, ["sql", "SELECT MAX(price) FROM trades [PARTITION BY symbol ROWS 5]"])
+    assert r.exit_code == 2 and "per-key window is WHERE key = value or GROUP BY key" in r.output
 
 
 # ----------------------------------------------------------------------------- through the engine
@@ -197,8 +203,8 @@ def test_sql_register_gives_the_events_of_its_json_register():
                for i, (ident, text) in enumerate(SQL_OPS)]
     json_ops = [json.dumps({"op": "register", "at": 0 if i < 3 else 55, "query": compile_sql(text, ident)})
                 for i, (ident, text) in enumerate(SQL_OPS)]
-    bad = [json.dumps({"op": "register", "at": 0, "id": "bad", "sql": "SELECT MAX(price) FROM trades [ROWS 5] "
-                       "WHERE symbol = 'AAPL'"}),
+    bad = [json.dumps({"op": "register", "at": 0, "id": "bad", "sql": "SELECT MAX(price) FROM trades "
+                       "[PARTITION BY symbol ROWS 5]"}),
            json.dumps({"op": "register", "at": 0, "sql": "SELECT MAX(price) FROM trades [ROWS 5]"}),
            json.dumps({"op": "register", "at": 0, "id": "b2", "sql": "SELECT MAX(x) FROM trades [ROWS 5]"})]
     got, want = _run(bad + sql_ops[:3], sql_ops[3:]), _run(json_ops[:3], json_ops[3:])
@@ -206,8 +212,8 @@ def test_sql_register_gives_the_events_of_its_json_register():
     assert events == [e for e in want if e["event"] != "rejected"]
     assert {e["event"] for e in events} >= {"matured", "answer"}
     rejected = [e for e in got if e["event"] == "rejected"]
-    assert rejected[0]["id"] == "bad" and "sql: WHERE with MAX is not supported: window_aggregate has no " \
-        "where/group_by yet" in rejected[0]["reason"]
+    assert rejected[0]["id"] == "bad" and "sql: per-key window [PARTITION BY symbol ROWS 5] is not supported: " \
+        "a per-key window is WHERE key = value or GROUP BY key" in rejected[0]["reason"]
     assert "needs a non-empty string 'id'" in rejected[1]["reason"]
     assert rejected[2]["id"] == "b2" and "references column(s) ['x']" in rejected[2]["reason"]
 
@@ -230,8 +236,12 @@ def test_monitor_registers_sql():
     assert m.lookup("m1") == 7.0
     with pytest.raises(ValueError, match="an SQL query needs an id"):
         m.register("SELECT MAX(price) FROM trades [ROWS 2]")
-    with pytest.raises(ValueError, match="window_aggregate has no where/group_by yet"):
-        m.register("SELECT MAX(price) FROM trades [ROWS 2] WHERE k = 'a'", id="m2")
+    with pytest.raises(ValueError, match="selects one aggregate"):
+        m.register("SELECT MAX(price), MIN(price) FROM trades [ROWS 2] GROUP BY k", id="m2")
+    assert m.register("SELECT MAX(price) FROM trades [ROWS 2] WHERE k = 'a'", id="m3") == "m3"
+    assert m.register("SELECT k, SUM(price) FROM trades [ROWS 2] GROUP BY k", id="m4") == "m4"
+    m.push({"price": [1.0, 2.0, 4.0, 8.0], "k": ["a", "b", "a", "b"]})
+    assert m.lookup("m3") == 4.0
 
 
 def test_warm_precompiles_sql_registers():

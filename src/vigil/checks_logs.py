@@ -177,9 +177,18 @@ def window_logs(draw, max_rows: int = 30) -> Log:
         else:
             tr = draw(st.integers(0, 3))
             q["time"] = [tr + _long(draw, 5 * n, 8), tr]
+        keyed = draw(st.integers(0, 5))  # per-key windows: where equality / group_by / + a range
+        if keyed == 0:
+            q["where"] = {"k": draw(st.sampled_from(["a", "b", "z"]))}
+        elif keyed in (1, 2):
+            q["group_by"] = "k"
+            if keyed == 2:
+                q["where"] = {"v": [-2, 3]}
         return q
 
-    return _finish(draw, {"v": _col(draw, v, pa.float64()), "ts": _col(draw, _times(draw, n), pa.float64())},
+    k = draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=n, max_size=n))
+    return _finish(draw, {"v": _col(draw, v, pa.float64()), "ts": _col(draw, _times(draw, n), pa.float64()),
+                          "k": _col(draw, k, pa.string())},
                    _ops_strategy(draw, n, make, lookups=True))
 
 
@@ -367,8 +376,21 @@ def _gen_threshold(rng, n: int, queries: int, lookups: int) -> Log:
 def _gen_windows(rng, n: int, queries: int, lookups: int) -> Log:
     rate = _pick(rng, [0.0, 0.01, 0.1])
     cols = {"v": _np_col(rng, rng.integers(-50, 51, n), rate), "ts": _np_col(rng, _np_times(rng, n), rate / 4)}
+    keys = np.array([f"k{i}" for i in range(_pick(rng, [3, 50, 2000]))])
+    cols["k"] = _np_col(rng, keys[rng.integers(0, len(keys), n)], rate / 4, pa.string())
 
     def make(rng):
+        q = make_unkeyed(rng)
+        keyed = rng.random()  # per-key windows: where equality / group_by / + a range
+        if keyed < 0.15:
+            q["where"] = {"k": str(keys[int(rng.integers(len(keys)))])}
+        elif keyed < 0.3:
+            q["group_by"] = "k"
+            if keyed < 0.2:
+                q["where"] = {"v": [-20, 30]}
+        return q
+
+    def make_unkeyed(rng):
         agg = _pick(rng, ["sum", "count", "avg", "min", "max", "quantile"])
         q: dict[str, Any] = {"type": "window_aggregate", "agg": agg, "column": "v"}
         if agg == "quantile":

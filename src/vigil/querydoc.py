@@ -65,7 +65,7 @@ dialect, by type (each section above shows its example in SQL):
 | type | SQL |
 |---|---|
 | `threshold` | `SELECT SUM(w) FROM t WHERE <ranges and equalities> HAVING SUM(w) >= tau` (or `COUNT(*)`: weight 1; `> tau` is `>= tau+1`, weights being integers) |
-| `window_aggregate` | `SELECT AGG(col) FROM t [ROWS n]` or `[RANGE T]`, AGG one of `SUM COUNT AVG MIN MAX`, `COUNT(*)`, or `QUANTILE(col, phi)` (exact) |
+| `window_aggregate` | `SELECT AGG(col) FROM t [ROWS n]` or `[RANGE T]`, AGG one of `SUM COUNT AVG MIN MAX`, `COUNT(*)`, or `QUANTILE(col, phi)` (exact); per key: `... WHERE <equalities and ranges>` (`where`) and/or `SELECT k, AGG(col) ... GROUP BY k [, k2]` (`group_by`) |
 | `substream_filter` | `SELECT k FROM t [RANGE T] GROUP BY k HAVING COUNT(*) > v1 [AND COUNT(*) < v2]` (or `COUNT(col)`, `SUM(col)`) |
 | `band_join` | `SELECT * FROM r_rel r JOIN s_rel s ON s.b - r.a BETWEEN lo AND hi` (or `ON s.b BETWEEN r.a + lo AND r.a + hi`) |
 | `select_join` | `SELECT * FROM r_rel r JOIN s_rel s ON r.k = s.k [AND / WHERE <ranges on r.* and s.*>]` |
@@ -85,8 +85,8 @@ dialect, by type (each section above shows its example in SQL):
   (window join). A hint the type does not have is refused.
 * Refused, with the reason: anything but one `SELECT` (UPDATE, several statements), no `FROM`,
   several aggregates, `ORDER BY`, `LIMIT`, `DISTINCT`, subqueries, `OR`/`NOT`, outer joins, more
-  than two relations, and per-key windows and quantiles (`WHERE` or `GROUP BY` with a window
-  aggregate or quantile, `[PARTITION BY ...]`): window_aggregate has no where/group_by yet.
+  than two relations, `[PARTITION BY ...]` (write `GROUP BY`), and per-key quantiles (`WHERE` or
+  `GROUP BY` with `APPROX_QUANTILE`): quantile has no where/group_by yet.
 """
 
 INTRO = """\

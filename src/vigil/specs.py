@@ -117,7 +117,7 @@ class ThresholdSpec(_Spec):
     """RTS query: matures at the first element with total weight in the rectangle >= threshold."""
 
     type: Literal["threshold"]
-    where: dict[StrictStr, list[Bound] | StrictStr | StrictInt | StrictFloat] = Field(description=(
+    where: Where = Field(description=(
         "The rectangle and the keys: column -> [lo, hi], a closed range on a numeric column (null = "
         "unbounded), or column -> scalar, an equality on a key column (compared as text). At least one "
         "range; the range columns are the query's dimensions."))
@@ -141,15 +141,7 @@ class ThresholdSpec(_Spec):
     def _where(cls, v: dict) -> dict:
         if not any(isinstance(x, list) for x in v.values()):
             raise ValueError("needs at least one range column, e.g. {\"price\": [100, 105]}")
-        for col, x in v.items():
-            if isinstance(x, list):
-                try:
-                    _check_range(x)
-                except ValueError as e:
-                    raise ValueError(f"column {col!r}: {e}") from None
-            elif isinstance(x, float) and not math.isfinite(x):
-                raise ValueError(f"column {col!r}: equality value must be finite")
-        return v
+        return check_where(v)
 
     family: ClassVar[str] = "threshold"
 
@@ -157,7 +149,7 @@ class ThresholdSpec(_Spec):
         return tuple(sorted([c for c, x in self.where.items() if type(x) is list]))
 
     def key_items(self) -> tuple[tuple[str, Any], ...]:
-        return tuple(sorted((c, x) for c, x in self.where.items() if not isinstance(x, list)))
+        return where_keys(self.where)
 
     def bounds(self) -> tuple[list[float], list[float]]:
         # the ranges were checked when the spec was validated (_where)
@@ -196,9 +188,26 @@ class WindowAggregateSpec(_Spec):
         "last element (the stream's own clock)."))
     time_column: StrictStr | None = Field(None, description=(
         "Time column of a time window (absent: ts); not allowed with rows."))
+    where: Where | None = Field(None, description=(
+        "Only the matching rows are in the window, as threshold queries' `where`: column -> scalar, an "
+        "equality on a key column (compared as text), column -> [lo, hi], a closed range (null = "
+        "unbounded). `rows` then counts matching rows: [5, 0] with {\"symbol\": \"AAPL\"} = the last 5 "
+        "AAPL rows."))
+    group_by: StrictStr | list[StrictStr] | None = Field(None, description=(
+        "Key column(s): one result per key value (compared as text), each over that key's matching rows; "
+        "a lookup answers one `answer` per key whose window holds an element (its texts in `keys`), by key, "
+        "or one answer with an empty key list when no key does."))
+
+    _where = field_validator("where")(classmethod(lambda cls, v: v if v is None else check_where(v)))
 
     @model_validator(mode="after")
     def _check(self) -> WindowAggregateSpec:
+        gb = self.group_keys()
+        if self.group_by is not None and (not gb or len(set(gb)) != len(gb)):
+            raise ValueError("group_by: name one or more distinct key columns")
+        for c in gb:
+            if isinstance((self.where or {}).get(c), list):
+                raise ValueError(f"group_by: {c!r} is a range column of where; group by key columns")
         if self.column is None and self.agg != "count":
             raise ValueError(f"column: required for agg {self.agg!r}")
         if self.agg == "quantile":
@@ -231,11 +240,19 @@ class WindowAggregateSpec(_Spec):
     def tcol(self) -> str | None:
         return None if self.time is None else (self.time_column or "ts")
 
+    def group_keys(self) -> list[str]:
+        """The group_by columns, as a list."""
+        return [] if self.group_by is None else [self.group_by] if isinstance(self.group_by, str) else list(self.group_by)
+
+    def key_columns(self) -> list[str]:
+        """Every key column of the query (where equalities and group_by), sorted: its substream key."""
+        return sorted({c for c, _ in where_keys(self.where or {})} | set(self.group_keys()))
+
     def columns(self) -> set[str]:
         cols = {self.column} if self.column else set()
         if self.tcol:
             cols.add(self.tcol)
-        return cols
+        return cols | set(self.where or {}) | set(self.group_keys())
 
 
 class SubstreamFilterSpec(_Spec):

@@ -2,7 +2,7 @@
 
 ``compile_sql(text, id=None)`` parses one ``SELECT`` with sqlglot and maps it onto exactly one
 query type of :mod:`vigil.specs`, or raises :class:`SqlError` whose message says why the statement
-maps to none (``window_aggregate has no where/group_by yet``, ``ORDER BY is not supported``, ...).
+maps to none (``ORDER BY is not supported``, ...).
 The result is the spec as a dict (``id`` omitted when ``id`` is None) and has been validated by
 :func:`vigil.specs.parse_query`. This module knows the specs, never an algorithm.
 
@@ -32,7 +32,7 @@ _BRACKET = re.compile(r"\b(FROM|JOIN)(\s+)([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]]*)\
 _WINDOW = re.compile(rf"^\s*(ROWS|RANGE)\s+({_NUM})(?:\s+OFFSET\s+({_NUM}))?(?:\s+ON\s+([A-Za-z_]\w*))?\s*$", re.I)
 _AGGS = {exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
          exp.Quantile: "quantile", exp.ApproxQuantile: "approx_quantile"}
-_PER_KEY = "window_aggregate has no where/group_by yet"
+_PER_KEY = "a per-key window is WHERE key = value or GROUP BY key"
 
 
 def _number(text: str) -> int | float:
@@ -236,6 +236,9 @@ def _single(sel: exp.Select, win: dict | None, hints: dict) -> dict[str, Any]:
     where = sel.args.get("where")
     items = sel.expressions
     aggs = [n for it in items for n in it.find_all(*_AGGS)]
+    if group is not None and having is None and win is not None and win["kind"] is not None \
+            and not any(isinstance(a, exp.ApproxQuantile) for a in aggs):  # a per-key window
+        return _keyed_window(items, group, where, win)
     if group is not None:
         return _substream(sel, items, group, having, where, win, hints, aggs)
     if len(items) != 1:
@@ -244,9 +247,8 @@ def _single(sel: exp.Select, win: dict | None, hints: dict) -> dict[str, Any]:
     kind, col, extra = _aggregate(item)
     if having is not None:
         return _threshold(kind, col, item, having.this, where, win)
-    if where is not None:
-        fam = "quantile has no where/group_by yet" if kind == "approx_quantile" else _PER_KEY
-        raise SqlError(f"WHERE with {kind.upper()} is not supported: {fam} "
+    if where is not None and kind == "approx_quantile":
+        raise SqlError(f"WHERE with {kind.upper()} is not supported: quantile has no where/group_by yet "
                        "(a WHERE with HAVING SUM/COUNT >= tau is a threshold query)")
     if kind == "approx_quantile":
         spec: dict[str, Any] = {"type": "quantile", "column": col, "phi": extra[0], "epsilon": extra[1]}
@@ -262,7 +264,31 @@ def _single(sel: exp.Select, win: dict | None, hints: dict) -> dict[str, Any]:
         hint = " (over the whole stream: APPROX_QUANTILE(col, phi, epsilon))" if kind == "quantile" else \
             " (a total to reach is a threshold query: HAVING SUM(col) >= tau)"
         raise SqlError(f"{kind.upper()} needs a window: FROM t [ROWS n] or FROM t [RANGE t]{hint}")
-    spec = {"type": "window_aggregate", "agg": kind}
+    spec = _window(kind, col, extra, win)
+    if where is not None:
+        spec["where"] = _ranges(_conjuncts(where.this), "WHERE", closed=True)
+    return spec
+
+
+def _keyed_window(items, group, where, win) -> dict[str, Any]:
+    """SELECT [keys,] AGG(col) FROM t [window] [WHERE ...] GROUP BY keys: one value per key."""
+    keys = [k.name if _col(k) else None for k in group.expressions]
+    if None in keys:
+        raise SqlError("GROUP BY: name key columns")
+    sel = [it.this if isinstance(it, exp.Alias) else it for it in items if not (_col(it) and it.name in keys)]
+    if len(sel) != 1:
+        raise SqlError(f"a per-key window selects one aggregate (besides its GROUP BY columns), got {len(sel)}")
+    spec = _window(*_aggregate(sel[0]), win)
+    if where is not None:
+        spec["where"] = _ranges(_conjuncts(where.this), "WHERE", closed=True)
+    spec["group_by"] = keys[0] if len(keys) == 1 else keys
+    return spec
+
+
+def _window(kind, col, extra, win) -> dict[str, Any]:
+    if kind == "approx_quantile":
+        raise SqlError("APPROX_QUANTILE with GROUP BY is not supported: quantile has no where/group_by yet")
+    spec: dict[str, Any] = {"type": "window_aggregate", "agg": kind}
     if col is not None:
         spec["column"] = col
     if kind == "quantile":

@@ -18,7 +18,20 @@ class WindowGroup(Group):
 
     @staticmethod
     def params_of(spec: WindowAggregateSpec) -> dict[str, Any]:
-        return {"agg": spec.agg, "column": spec.column, "time_column": spec.tcol}
+        if spec.where is None and spec.group_by is None:
+            return {"agg": spec.agg, "column": spec.column, "time_column": spec.tcol}
+        # keyed queries (vigil.windows.keyed_group): one group per key columns and ranges
+        return {"agg": spec.agg, "column": spec.column, "time_column": spec.tcol, "keys": spec.key_columns(),
+                "ranges": [[c, x[0], x[1]] for c, x in sorted(spec.where.items()) if type(x) is list]
+                if spec.where else []}
+
+    def __new__(cls, engine: Any, params: dict[str, Any]):
+        if cls is WindowGroup and "keys" in params:
+            from .keyed_group import KeyedWindowGroup  # not a WindowGroup: __init__ is not called twice
+            g = object.__new__(KeyedWindowGroup)
+            g.__init__(engine, params)
+            return g
+        return super().__new__(cls)
 
     def __init__(self, engine: Any, params: dict[str, Any]) -> None:
         super().__init__(engine, params)

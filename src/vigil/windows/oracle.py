@@ -179,6 +179,71 @@ class WindowOracle(WindowOperator):
         return op
 
 
+class KeyedOracle:
+    """Exact keyed window aggregates (``where`` / ``group_by``; the protocol of
+    :class:`vigil.windows.keyed.KeyedWindows`): every element kept with its key code; a query's
+    window is computed from its key's elements alone. Rows window [NL, NR] after element n: the
+    key's elements of rank in [c-NL+1, c-NR] among the key's c elements with seq <= n; time
+    window: the key's elements with time in (t_now-TL, t_now-TR]; then only seq > start."""
+
+    name = "oracle"
+
+    def __init__(self, agg: str, time_based: bool) -> None:
+        self.agg, self.time_based = agg, bool(time_based)
+        self._rows = [GrowableArray(np.int64), GrowableArray(np.float64), GrowableArray(np.int64),
+                      GrowableArray(np.float64)]  # code, value, seq, time
+        self._q: dict[int, tuple] = {}  # qid -> (key, left, right, start, phi)
+
+    def keys(self, n: int) -> None:
+        pass
+
+    def register(self, qid: int, spec: Any, start: int, key: int = -1) -> None:
+        left, right = spec.time if self.time_based else spec.rows
+        self._q[int(qid)] = (int(key), left, right, int(start), None if spec.phi is None else float(spec.phi))
+
+    def terminate(self, qid: int) -> None:
+        self._q.pop(int(qid), None)
+
+    def push(self, values, seqs, times, codes) -> None:
+        keep = np.asarray(codes) >= 0
+        for arr, x in zip(self._rows, (codes, values, seqs, values if times is None else times), strict=True):
+            arr.extend(np.asarray(x)[keep])
+
+    def _value(self, qid: int, key: int, t_now: float) -> tuple[int, float]:
+        """(elements in the window, the aggregate) of query qid over key ``key``."""
+        _, left, right, start, phi = self._q[qid]
+        code, vals, seqs, times = (a.view for a in self._rows)
+        m = code == key
+        vals, seqs, times = vals[m], seqs[m], times[m]
+        if self.time_based:
+            w = (times > t_now - left) & (times <= t_now - right)
+        else:
+            rank = np.arange(len(vals), 0, -1)  # 1 = the key's newest element
+            w = (rank <= left) & (rank > right)
+        x = vals[w & (seqs > start)]
+        return len(x), aggregate(self.agg, x, phi)
+
+    def lookup(self, qids: np.ndarray, n: int, t_now: float) -> np.ndarray:
+        return np.array([self._value(int(q), self._q[int(q)][0], t_now)[1] for q in qids], np.float64)
+
+    def lookup_group(self, qid: int, keys: np.ndarray, t_now: float) -> tuple[np.ndarray, np.ndarray]:
+        got = [(int(k), *self._value(int(qid), int(k), t_now)) for k in keys]
+        got = [(k, v) for k, c, v in got if c]
+        return np.array([k for k, _ in got], np.int64), np.array([v for _, v in got], np.float64)
+
+    def state(self) -> dict[str, Any]:
+        return {"agg": self.agg, "time_based": self.time_based, "rows": [a.view.copy() for a in self._rows],
+                "queries": [[q, *v] for q, v in self._q.items()]}
+
+    @classmethod
+    def from_state(cls, s: dict[str, Any]) -> KeyedOracle:
+        op = cls(s["agg"], bool(s["time_based"]))
+        for arr, x in zip(op._rows, s["rows"], strict=True):
+            arr.extend(np.asarray(x))
+        op._q = {int(q[0]): (int(q[1]), q[2], q[3], int(q[4]), q[5]) for q in s["queries"]}
+        return op
+
+
 # ----------------------------------------------------------------------------- substream filters
 
 
