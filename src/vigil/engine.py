@@ -3,8 +3,12 @@ families' groups; names no family (docs/architecture.md).
 
 Order (docs/contract.md, "Query operations"): an operation with ``at = n`` applies after every
 element with seq <= n and before the first element with seq > n; operations with equal ``at`` apply in arrival order. The
-engine cuts each batch into segments at pending operations' ``at`` and pushes each segment to every
-group as one numpy batch, so per-element cost stays inside the operators.
+engine cuts each batch into segments at pending operations' ``at`` and judges each segment's rows
+against every group at once; a group is fed lazily: its rows wait until an operation touches it
+(register, lookup, terminate) or the batch ends, then reach its operator in one numpy batch, so a
+group gets one operator call per run of rows between its own operations, not one per segment
+(groups whose queries may end by themselves inside a segment, threshold, and groups fed every
+position are fed at once). :mod:`vigil.outbox` puts the outputs back in the contract's order.
 
 Groups: each family's adapter (``vigil/<family>/group.py``, a :class:`vigil.group.Group`, found
 through ``vigil.registry.ADAPTERS``) says how its queries are grouped (one operator instance per
@@ -39,14 +43,15 @@ import pyarrow as pa
 
 from . import jsonline, oprun, registry
 from .errors import HistoryRefused, Unsupported
-from .events import ERROR_COLUMN, OUTPUT_SCHEMA, seq_column
-from .group import Cols, Group, PerKey, Segment, monotone
+from .events import ERROR_COLUMN, seq_column
+from .group import Cols, Group, PerKey, Segment
 from .history import History, parse_horizon
+from .judge import judge
 from .oprun import REFUSALS
+from .outbox import Outbox
 from .partial import Partial
 from .pending import Pending
 from .specs import SpecError, parse_query
-from .state import pack, unpack
 
 # ----------------------------------------------------------------------------- the engine
 
@@ -87,7 +92,10 @@ class Engine:
             ["rows_in", "rows_applied", "rows_rejected", "ops_in", "ops_applied", "ops_rejected", "late"], 0
         )
         self.out_counts: dict[str, int] = {}
-        self._out: list[dict[str, Any]] = []
+        self._out = Outbox()
+        self._cols: Cols | None = None  # the batch being processed (rows deferred for groups point into it)
+        self._seg: Segment | None = None  # the segment being filled
+        self._hist_later: list[tuple[np.ndarray, np.ndarray]] = []  # applied rows not yet in the history
         self.partial: Partial | None = None  # sharded-mode hook, see Partial
 
     # ------------------------------------------------------------------ helpers
@@ -103,10 +111,9 @@ class Engine:
 
     def _emit(self, ev: str, qid: int | None, at: int | None, *, value=None, keys=None, reason=None, ident=None,
               asked_at=None):
-        self._out.append(
+        self._out.emit(
             {"event": ev, "id": ident if qid is None else self.ids[qid], "at": at, "value": value,
-             "keys": keys, "r": None, "s": None, "reason": reason, "asked_at": asked_at}
-        )
+             "keys": keys, "r": None, "s": None, "reason": reason, "asked_at": asked_at}, self.position)
         self.out_counts[ev] = self.out_counts.get(ev, 0) + 1
 
     def _reject_op(self, at, ident, reason):
@@ -120,6 +127,48 @@ class Engine:
             if own is not None:
                 return vis & own[idx]
         return vis
+
+    def _ready(self, key: str | None) -> Group | None:
+        """Group ``key`` fed the rows deferred for it (:meth:`_segment`): before any operation
+        touches a group, and at the end of a batch. None if there is no such group (any more: its
+        queries may mature on those rows)."""
+        g = self.groups.get(key) if key is not None else None
+        if g is None:
+            return None
+        later = g.__dict__.pop("_later", None)
+        g.__dict__.pop("_chk", None)  # an operation may change what the group checks
+        if later:
+            seg = self._seg or Segment()
+            g.feed(self._cols, np.concatenate([r for r, _ in later]), np.concatenate([q for _, q in later]), seg)
+            if seg is not self._seg:
+                self._out.add(seg)
+        return self.groups.get(key)
+
+    def _where(self, qid: int) -> str | None:
+        """The group key of alive query ``qid``, its group fed first (None: not alive)."""
+        self._ready(self.where.get(qid))
+        return self.where.get(qid)
+
+    def _seen(self, g: Group, cols: Cols, sub: np.ndarray) -> tuple[list, np.ndarray]:
+        """(``g.checks``, ``g.visible``) on rows ``sub`` of the batch, from one ``checks`` call
+        per group and batch (and per operation on the group), sliced per segment."""
+        c = g.__dict__.get("_chk")
+        if c is None or c[0] is not cols:
+            full = g.checks(cols, self._rows)
+            vis = np.zeros(len(self._rows), bool)
+            for m, _ in full:
+                vis |= True if m is None else m
+            c = g._chk = (cols, full, vis)
+        return [(None if m is None else m[sub], refs) for m, refs in c[1]], c[2][sub]
+
+    def _flags(self, g: Group, cols: Cols, sub: np.ndarray) -> bool:
+        """Whether a column ``g`` checks has a bad value in rows sub[0]..sub[-1] (a superset)."""
+        for _, refs in self._seen(g, cols, sub)[0]:
+            for col, kind in refs:
+                rows = cols.bad(col, kind)[0]
+                if len(rows) and np.searchsorted(rows, sub[0]) < np.searchsorted(rows, sub[-1], "right"):
+                    return True
+        return False
 
     def _t_now(self, tcol: str, n: int, t_last: float) -> float:
         """Partial hook: the global time of element n (default: the group's last time)."""
@@ -148,6 +197,7 @@ class Engine:
         """A new group; a join group starts from the history. Raises HistoryRefused if the
         history cannot serve it (a horizon dropped rows it needs: vigil.history)."""
         if gcls.keeps_history:
+            self._keep_history()
             why = self.history.refusal(gcls.history_need(params))
             if why:
                 raise HistoryRefused(why)
@@ -241,7 +291,7 @@ class Engine:
             key = self._group_key(gcls.family, params)
             qid = len(self.ids)
             try:
-                g = self.groups.get(key)
+                g = self._ready(key)
                 if g is None:
                     g = self.new_group(gcls, params)
                 g.register(qid, spec, n)
@@ -263,14 +313,14 @@ class Engine:
         if qid is None:
             return self._reject_op(at, ident, f"id: unknown query id {ident!r}")
         if kind == "terminate":
-            key = self.where.get(qid)
+            key = self._where(qid)
             if key is not None:  # terminating a matured/terminated query is a no-op
                 self.groups[key].terminate(qid)
                 self._gone(qid)
             self.counts["ops_applied"] += 1
             return None
         # lookup
-        key = self.where.get(qid)
+        key = self._where(qid)
         if key is None:
             return self._reject_op(at, ident, f"query {ident!r} is not alive (matured or terminated)")
         g = self.groups[key]
@@ -331,7 +381,7 @@ class Engine:
                 per.setdefault(key, []).append(k)
         answers: dict[int, tuple] = {}
         for key, ks in per.items():
-            got = self.groups[key].lookup_many(np.array([qids[k] for k in ks], np.int64), n)
+            got = self._ready(key).lookup_many(np.array([qids[k] for k in ks], np.int64), n)
             answers.update(zip(ks, got, strict=True))
         for k, op in enumerate(ops):
             if k in answers:  # the others are rejected by _apply with its reasons
@@ -347,7 +397,8 @@ class Engine:
         returns the output events produced since the last call."""
         n = batch.num_rows
         self.counts["rows_in"] += n
-        cols = Cols(batch)
+        cols = self._cols = Cols(batch)
+        self._rows = np.arange(n)
         if "seq" in batch.column_names:
             seqs, bad = seq_column(batch)
             prev = np.maximum.accumulate(np.r_[self.position, seqs[:-1]]) if n else seqs
@@ -381,6 +432,10 @@ class Engine:
             self.position = last
             p = q
         self._apply_pending(self.position)
+        self._keep_history()
+        for key in list(self.groups):
+            self._ready(key)
+        self._cols = None
         return self.take_outputs()
 
     def _deferrable(self, upto: int) -> int:
@@ -402,6 +457,8 @@ class Engine:
             if qid is None:  # an unknown id is rejected in its place
                 return k
             key = where.get(qid)
+            if key is not None and groups[key].ends_inside_segment:  # its queries may have ended
+                key = self._where(qid)
             if key is None or qid in seen:
                 continue
             g = groups[key]
@@ -421,7 +478,7 @@ class Engine:
         by_id, where = self.by_id, self.where
         per: dict[str, list[int]] = {}
         for qid in dict.fromkeys([by_id[op["id"]] for _, _, op in todo]):  # known ids (_deferrable), once each
-            key = where.get(qid)
+            key = self._where(qid)
             if key is not None:  # terminating a matured query is a no-op
                 per.setdefault(key, []).append(qid)
         for key, qids in per.items():
@@ -449,9 +506,9 @@ class Engine:
         Two things change inside a segment: a threshold group loses its last query by maturity,
         and a row that one group's time check rejects is applied to no group. A row whose fate
         hangs on them (flagged first by a threshold group, or failing a time check) therefore
-        starts a new run: the rows before it are fed first (:meth:`_judge`). Streams without
+        starts a new run: the rows before it are fed first (:func:`vigil.judge.judge`). Streams without
         such rows are fed in one run."""
-        seg = Segment()
+        seg = self._seg = Segment()
         ends: dict[int, int] = {}
         for at, _, op in reversed(terms):  # the first termination of a query wins
             ends[self.by_id[op["id"]]] = at
@@ -461,83 +518,44 @@ class Engine:
                 k = bisect.bisect_right(terms, int(seqs[s]) - 1, lo=done, key=lambda t: t[0])
                 self._terminate_all(terms[done:k])
                 done = k
-            c, bad, ok = self._judge(cols, idx, s, min(n, s + width), prebad)
+            c, bad, ok = judge(self, cols, idx, s, min(n, s + width), prebad)
             width = 2 * (c - s) if c < min(n, s + width) else 2 * width
             if bad:
                 self.counts["rows_rejected"] += len(bad)
                 seg.reasons.extend((int(seqs[s + p]), bad[p]) for p in sorted(bad))
             self.counts["rows_applied"] += int(ok.sum())
             sub, sseq = idx[s:c], seqs[s:c]
-            self._keep_history(cols.table, sub[ok], sseq[ok])
+            self._hist_later.append((sub[ok], sseq[ok]))
             for g in list(self.groups.values()):
                 if g.qids:
-                    vis = self._owned(g, g.visible(cols, sub), sub) & ok
+                    vis = self._owned(g, self._seen(g, cols, sub)[1], sub) & ok
                 elif g.keeps_history:
                     vis = self._owned(g, g._ok_rows(cols, sub), sub) & ok
                 else:
                     continue
                 if g.follows_positions:  # rejected rows move its windows too: it gets every row
                     g.feed_positions(cols, sub, sseq, vis, seg)
-                elif vis.any():
-                    g.feed(cols, sub[vis], sseq[vis], seg)
+                elif vis.any():  # fed when an operation touches it or the batch ends (_ready)
+                    g.__dict__.setdefault("_later", []).append((sub[vis], sseq[vis]))
+                    tcol = g.time_column()
+                    if tcol and g.qids:  # the time the next rows are judged against
+                        g.t_last = max(g.t_last, float(cols.get(tcol, "time")[0][sub[vis][-1]]))
             s = c
         self._terminate_all(terms[done:])
         if ends and seg.parts:
             seg.drop_after(ends)
-        t = seg.table(self.ids, self.out_counts)
-        if t is not None:
-            self._out.append({"__table__": t})
+        self._out.add(seg)
+        self._seg = None
 
-    def _judge(self, cols: Cols, idx: np.ndarray, s: int, e: int,
-               prebad: dict[int, str]) -> tuple[int, dict[int, str], np.ndarray]:
-        """(c, bad, ok) for rows ``idx[s:e]``: rows ``s..c-1`` are judged with the state at
-        ``s`` and are final (row ``s`` always is); ``bad``: offset from ``s`` -> reason, ``ok``
-        the mask of applied rows among them; row ``c`` (if < e) must be judged after the rows
-        before it are fed (see :meth:`_segment`)."""
-        sub = idx[s:e]
-        bad: dict[int, str] = {}
-        if prebad:
-            for p, r in enumerate(sub.tolist()):
-                if r in prebad:
-                    bad[p] = prebad[r]
-        c = len(sub)
-        groups = [g for g in self.groups.values() if g.qids]
-        for g in groups:
-            may_end = g.ends_inside_segment
-            for mask, refs in g.checks(cols, sub):
-                for col, kind in refs:
-                    rows, reasons = cols.bad(col, kind)
-                    a = int(np.searchsorted(rows, sub[0], side="left"))
-                    b = int(np.searchsorted(rows, sub[-1], side="right"))
-                    if a == b:
-                        continue
-                    pos = np.searchsorted(sub, rows[a:b])
-                    hit = sub[np.minimum(pos, len(sub) - 1)] == rows[a:b]
-                    for j, p in zip(np.flatnonzero(hit).tolist(), pos[hit].tolist(), strict=True):
-                        if (mask is None or mask[p]) and p not in bad:
-                            bad[p] = reasons[a + j]
-                            if may_end and 0 < p < c:
-                                c = p
-        ok = np.ones(len(sub), bool)
-        if bad:
-            ok[list(bad)] = False
-        for g in groups:  # times must not go backwards within a group
-            tcol = g.time_column()
-            if tcol:
-                vis = self._owned(g, g.visible(cols, sub), sub) & ok
-                t = cols.get(tcol, "time")[0][sub]
-                back = np.flatnonzero(~monotone(t, vis, g.t_last)).tolist()
-                if back and back[0] == 0:
-                    bad[0] = f"time column {tcol!r} went backwards ({t[0]} after {g.t_last})"
-                    ok[0] = False
-                    back = back[1:]
-                if back:
-                    c = min(c, back[0])
-        return s + c, {p: r for p, r in bad.items() if p < c}, ok[:c]
-
-    def _keep_history(self, batch: pa.Table, rows: np.ndarray, seqs: np.ndarray) -> None:
-        """Rows of relations are the join state: keep them for join groups created later."""
-        if "rel" not in batch.column_names or not len(rows):
+    def _keep_history(self) -> None:
+        """Rows of relations are the join state: keep the rows applied so far in this batch for join
+        groups created later (before such a group is created, and at the end of a batch)."""
+        later, self._hist_later = self._hist_later, []
+        if not later or self._cols is None or "rel" not in self._cols.table.column_names:
+            return
+        batch = self._cols.table
+        rows, seqs = np.concatenate([r for r, _ in later]), np.concatenate([q for _, q in later])
+        if not len(rows):
             return
         rel_ok = np.asarray(batch.column("rel").is_valid().to_numpy(zero_copy_only=False), bool)[rows]
         own = self.partial.own.get("rel") if self.partial is not None else None
@@ -552,77 +570,17 @@ class Engine:
         return self.take_outputs()
 
     def take_outputs(self) -> pa.Table:
-        tables: list[pa.Table] = []
-        rows: list[dict] = []
-        for item in self._out:
-            if "__table__" in item:
-                if rows:
-                    tables.append(pa.Table.from_pylist(rows, schema=OUTPUT_SCHEMA))
-                    rows = []
-                tables.append(item["__table__"])
-            else:
-                rows.append(item)
-        if rows:
-            tables.append(pa.Table.from_pylist(rows, schema=OUTPUT_SCHEMA))
-        self._out = []
-        return pa.concat_tables(tables) if tables else OUTPUT_SCHEMA.empty_table()
+        return self._out.take(self.ids, self.out_counts)
 
     # ------------------------------------------------------------------ snapshots
     def snapshot(self) -> bytes:
         """Pickle-free snapshot of everything (take outputs first: pending outputs are not kept)."""
-        if self._out:
-            raise RuntimeError("take_outputs() before snapshot(): outputs would be lost")
-        return pack(
-            {
-                "version": 2,
-                "algos": self.algos,
-                "quantile_epsilon": self.quantile_epsilon,
-                "join_output": self.join_output,
-                "columns": None if self.columns is None else sorted(self.columns),
-                "position": self.position,
-                # per-query bookkeeping as single JSON strings: one field, not a million
-                "ids": jsonline.dumps_any(self.ids),
-                "specs": "[" + ",".join(self.specs) + "]",
-                "where": jsonline.dumps_any(list(self.where.items())),
-                "groups": [{"key": k, "qids": np.array(sorted(g.qids), np.int64), "state": g.state()}
-                           for k, g in self.groups.items()],
-                # pending operations as two arrays and one JSON string (not one field per op)
-                "pending_at": np.array([a for a, _, _ in self.pending], np.int64),
-                "pending_arrival": np.array([b for _, b, _ in self.pending], np.int64),
-                "pending_ops": jsonline.dumps_any([op for _, _, op in self.pending]),
-                "arrival": self.arrival,
-                "counts": self.counts,
-                "out_counts": self.out_counts,
-                "history": self.history.state(),
-            }
-        )
+        from .engine_state import dump
+
+        return dump(self)
 
     @classmethod
     def restore(cls, data: bytes) -> Engine:
-        s = unpack(data)
-        if s.get("version") == 1:  # pending operations as one field each
-            s["pending_at"] = np.array([a for a, _, _ in s["pending"]], np.int64)
-            s["pending_arrival"] = np.array([b for _, b, _ in s["pending"]], np.int64)
-            s["pending_ops"] = "[" + ",".join(op for _, _, op in s["pending"]) + "]"
-        elif s.get("version") != 2:
-            raise ValueError(f"unknown snapshot version {s.get('version')!r}")
-        eng = cls(s["algos"], s["quantile_epsilon"], s["join_output"], None if s["columns"] is None else set(s["columns"]))
-        eng.position = s["position"]
-        eng.ids = json.loads(s["ids"])
-        eng.specs = [json.dumps(q, separators=(",", ":")) for q in json.loads(s["specs"])]
-        eng.by_id = {ident: q for q, ident in enumerate(eng.ids)}
-        eng.where = {int(q): k for q, k in json.loads(s["where"])}
-        for gs in s["groups"]:
-            family, params = json.loads(gs["key"])
-            g = registry.adapter(family)(eng, params)
-            g.load(gs["state"])
-            g.qids = set(gs["qids"].tolist())
-            eng.groups[gs["key"]] = g
-        eng.pending = Pending(zip(s["pending_at"].tolist(), s["pending_arrival"].tolist(),
-                                  json.loads(s["pending_ops"]), strict=True))
-        eng.arrival = s["arrival"]
-        eng.counts = dict(s["counts"])
-        eng.out_counts = dict(s["out_counts"])
-        eng.history = History.load(s["history"])
-        return eng
+        from .engine_state import load
 
+        return load(cls, data)

@@ -195,7 +195,7 @@ def register_run(eng: Any, ops: list[dict], n: int) -> None:
         key = info[0]
         ent = per.get(key)
         if ent is None:
-            g = groups.get(key)
+            g = eng._ready(key)
             if g is None:
                 gcls = info[2]
                 try:

@@ -142,6 +142,32 @@ def quantiles(
                out=out, seed=seed, notify=notify)
 
 
+@bench_app.command("engine")
+def engine(
+    preset: str = typer.Option(..., "--preset", help="tour (vigil gen's defaults: 20,000 trades, 200 queries) | "
+                               "mixed (10x: 200,000 trades, 2,000 queries)"),
+    scale: float = typer.Option(None, "--scale", help="multiplies the preset's rows and queries (default 1)"),
+    repeat: int = typer.Option(3, "--repeat", help="timed runs per configuration, interleaved (after one "
+                               "untimed warm-up run)"),
+    batch: int = typer.Option(100_000, "--batch", help="elements per Engine.process call (replay's default)"),
+    families: str = typer.Option(None, "--families", help="comma-separated subset of threshold, windows, "
+                                 "substream, joins, quantiles (default: all)"),
+    out: Path = typer.Option(Path("results/engine.json"), "--out", help="result JSON; a PNG is written beside it"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """The user's path: vigil gen's workload through vigil replay's engine, per family and together,
+    operator vs engine time, beside a per-query numpy floor."""
+    from ..cliutil import at_least
+    from .engine import PRESETS, run_preset
+
+    if preset not in PRESETS:
+        raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    at_least(repeat, 1, "--repeat")
+    at_least(batch, 1, "--batch")
+    run_preset(preset, scale=scale, out=out, repeat=repeat, batch=batch, seed=seed,
+               families=[f.strip() for f in families.split(",") if f.strip()] if families else None)
+
+
 @bench_app.command("pipeline")
 def pipeline(
     preset: str = typer.Option(..., "--preset", help="throughput | soak"),

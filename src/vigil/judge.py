@@ -1,0 +1,63 @@
+"""How the engine judges a run of rows (:meth:`vigil.engine.Engine._segment`): each row against
+the columns checked by the groups that have queries at its position, and its time against the
+times applied before it (per group). Rows are judged exactly as one at a time would be, whatever
+the batch (docs/contract.md, "Streams"). O(rows + bad rows) per run, plus O(groups)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .group import Cols, monotone
+
+
+def judge(eng: Any, cols: Cols, idx: np.ndarray, s: int, e: int,
+      prebad: dict[int, str]) -> tuple[int, dict[int, str], np.ndarray]:
+    """(c, bad, ok) for rows ``idx[s:e]``: rows ``s..c-1`` are judged with the state at
+    ``s`` and are final (row ``s`` always is); ``bad``: offset from ``s`` -> reason, ``ok``
+    the mask of applied rows among them; row ``c`` (if < e) must be judged after the rows
+    before it are fed (see :meth:`vigil.engine.Engine._segment`)."""
+    sub = idx[s:e]
+    bad: dict[int, str] = {}
+    if prebad:
+        for p, r in enumerate(sub.tolist()):
+            if r in prebad:
+                bad[p] = prebad[r]
+    c = len(sub)
+    for key, g in list(eng.groups.items()):  # a row flagged by a group whose queries may have
+        if g.ends_inside_segment and "_later" in g.__dict__ and eng._flags(g, cols, sub):
+            eng._ready(key)  # ended on its deferred rows is judged after they are fed
+    groups = [g for g in eng.groups.values() if g.qids]
+    for g in groups:
+        may_end = g.ends_inside_segment
+        for mask, refs in eng._seen(g, cols, sub)[0]:
+            for col, kind in refs:
+                rows, reasons = cols.bad(col, kind)
+                a = int(np.searchsorted(rows, sub[0], side="left"))
+                b = int(np.searchsorted(rows, sub[-1], side="right"))
+                if a == b:
+                    continue
+                pos = np.searchsorted(sub, rows[a:b])
+                hit = sub[np.minimum(pos, len(sub) - 1)] == rows[a:b]
+                for j, p in zip(np.flatnonzero(hit).tolist(), pos[hit].tolist(), strict=True):
+                    if (mask is None or mask[p]) and p not in bad:
+                        bad[p] = reasons[a + j]
+                        if may_end and 0 < p < c:
+                            c = p
+    ok = np.ones(len(sub), bool)
+    if bad:
+        ok[list(bad)] = False
+    for g in groups:  # times must not go backwards within a group
+        tcol = g.time_column()
+        if tcol:
+            vis = eng._owned(g, eng._seen(g, cols, sub)[1], sub) & ok
+            t = cols.get(tcol, "time")[0][sub]
+            back = np.flatnonzero(~monotone(t, vis, g.t_last)).tolist()
+            if back and back[0] == 0:
+                bad[0] = f"time column {tcol!r} went backwards ({t[0]} after {g.t_last})"
+                ok[0] = False
+                back = back[1:]
+            if back:
+                c = min(c, back[0])
+    return s + c, {p: r for p, r in bad.items() if p < c}, ok[:c]

@@ -1,0 +1,79 @@
+"""The engine's outputs between two ``take_outputs`` calls, put in the contract's order once.
+
+Two kinds arrive out of order with each other:
+
+* *element outputs* (``matured``, ``join``, ``update``, rejected rows, ...) in
+  :class:`vigil.group.Segment` objects. A group is fed lazily (the engine defers a group's rows
+  until an operation touches it or the batch ends), so a segment filled later may hold outputs at
+  earlier positions than one filled before it;
+* *operation outputs* (``answer``, rejected operations, ...) emitted one by one, each at the
+  engine's position when it applied (an operation at position n applies after element n).
+
+:meth:`Outbox.take` merges all element outputs into one segment, sorted as the contract orders
+them (position, then event, query, pair), and places each operation output after the element
+outputs at or before its position, keeping the operations' own order: the order a run that fed
+every group eagerly and emitted everything at once would produce. O(k log k) for k outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .events import OUTPUT_SCHEMA
+from .group import Segment
+
+
+class Outbox:
+    """Outputs waiting for :meth:`take` (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.segments: list[Segment] = []
+        self.rows: list[dict[str, Any]] = []  # operation outputs (contract columns)
+        self.pos: list[int] = []  # the engine position each was emitted at
+
+    def __bool__(self) -> bool:
+        return bool(self.rows) or any(s.parts or s.reasons for s in self.segments)
+
+    def emit(self, row: dict[str, Any], pos: int) -> None:
+        self.rows.append(row)
+        self.pos.append(pos)
+
+    def add(self, seg: Segment) -> None:
+        if seg.parts or seg.reasons:
+            self.segments.append(seg)
+
+    def _merged(self) -> Segment | None:
+        if not self.segments:
+            return None
+        if len(self.segments) == 1:
+            return self.segments[0]
+        m = Segment()
+        keyed = hasattr(m, "keys")
+        for s in self.segments:
+            if keyed:
+                off = len(m.parts)
+                m.keys.update({off + i: k for i, k in s.keys.items()})
+            m.parts.extend(s.parts)
+            m.reasons.extend(s.reasons)
+        return m
+
+    def take(self, ids: list[str], out_counts: dict[str, int]) -> pa.Table:
+        seg = self._merged()
+        elem = None if seg is None else seg.table(ids, out_counts)
+        ops = pa.Table.from_pylist(self.rows, schema=OUTPUT_SCHEMA) if self.rows else None
+        pos = np.asarray(self.pos, np.int64)
+        self.segments, self.rows, self.pos = [], [], []
+        if elem is None or ops is None:
+            return elem if elem is not None else ops if ops is not None else OUTPUT_SCHEMA.empty_table()
+        at = np.asarray(elem.column("at").to_numpy(zero_copy_only=False), np.int64)
+        # each operation output goes after the element outputs at or before its position
+        cut = np.searchsorted(at, pos, side="right")
+        if not len(at) or cut[0] >= len(at):
+            return pa.concat_tables([elem, ops])
+        if cut[-1] == 0:
+            return pa.concat_tables([ops, elem])
+        order = np.argsort(np.concatenate([np.arange(len(at)) * 2, cut * 2 - 1]), kind="stable")
+        return pa.concat_tables([elem, ops]).take(pa.array(order))
