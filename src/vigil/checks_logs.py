@@ -144,6 +144,8 @@ def threshold_logs(draw, max_rows: int = 40) -> Log:
         q = {"type": "threshold", "where": where, "threshold": draw(st.sampled_from([1, 1, 2, 3, 5, 10, 40, 10**9, 3 * 10**9]))}
         if draw(st.booleans()):
             q["weight"] = "w"
+        if draw(st.booleans()):
+            q["repeat"] = True  # re-arms after each maturity
         return q
 
     return _finish(draw, cols, _ops_strategy(draw, n, make, lookups=False, max_queries=16))
@@ -368,6 +370,8 @@ def _gen_threshold(rng, n: int, queries: int, lookups: int) -> Log:
         q = {"type": "threshold", "where": where, "threshold": _pick(rng, [1, 2, 5, 20, 100, 1000, 10**5, 10**9, 3 * 10**9])}
         if rng.random() < 0.5:
             q["weight"] = "w"
+        if rng.random() < 0.3:
+            q["repeat"] = True  # re-arms after each maturity
         return q
 
     return _np_finish(rng, cols, _np_ops(rng, n, make, queries or 200, 0), n)

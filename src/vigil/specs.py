@@ -114,7 +114,8 @@ def where_ranges(where: dict) -> tuple[tuple[str, float, float], ...]:
 
 
 class ThresholdSpec(_Spec):
-    """RTS query: matures at the first element with total weight in the rectangle >= threshold."""
+    """RTS query: matures at the first element with total weight in the rectangle >= threshold
+    (again and again with ``repeat``)."""
 
     type: Literal["threshold"]
     where: Where = Field(description=(
@@ -125,7 +126,13 @@ class ThresholdSpec(_Spec):
         "Column holding each element's weight, an integer in 1..2^53; absent: every element weighs 1."))
     threshold: StrictInt = Field(ge=1, description=(
         "tau, in 1..2^53: the query matures at the first element after its registration that brings the "
-        "total weight of the elements inside `where` to >= tau; it reports `matured` once and ends."))
+        "total weight of the elements inside `where` to >= tau; it reports `matured` once and ends "
+        "(unless `repeat`)."))
+    repeat: StrictBool = Field(False, description=(
+        "Re-arm after each maturity: the query counts again from zero starting with the element after "
+        "the one at which it matured (the weight by which that element overshot tau is not carried "
+        "over), with the same threshold and rectangle, and matures again, one `matured` event per "
+        "maturity; it stays alive until terminated."))
 
     @field_validator("threshold")
     @classmethod

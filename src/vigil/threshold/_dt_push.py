@@ -26,20 +26,97 @@ from ._dt_queues import _cval, _rekey, _remove_query, _root, _set_pay
 # --------------------------------------------------------------------------------------------
 
 
+@nb.njit(cache=True)
+def _grow(out_q, out_o):
+    n = out_q.shape[0]
+    a = np.empty(max(2 * n, 64), np.int64)
+    b = np.empty(max(2 * n, 64), np.int64)
+    a[:n] = out_q
+    b[:n] = out_o
+    return a, b
+
+
 @nb.njit(cache=True, inline="always")
-def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
-    """Query q matured at element i: report it and remove its entries eagerly (§4)."""
+def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep):
+    """Query q matured at element i: report it (the buffers grow when full: a re-arming query
+    may mature at many elements of one push); a one-shot query's entries are removed eagerly
+    (§4), a re-arming one is restarted by the caller (:func:`_restart`)."""
+    if nout >= out_q.shape[0]:
+        out_q, out_o = _grow(out_q, out_o)
     out_q[nout] = q
     out_o[nout] = i
     st[ST_MATURED] += 1
-    qalive[q] = 0
-    qr[q, 1] = -1
-    _remove_query(NR, tt, qn, qr, q, PH, P0)
-    return nout + 1
+    if rep[q] <= 0:
+        qalive[q] = 0
+        qr[q, 1] = -1
+        _remove_query(NR, tt, qn, qr, q, PH, P0)
+    return nout + 1, out_q, out_o
 
 
 @nb.njit(cache=True, inline="always")
-def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
+def _sums(q, NR, qn, qr, PH, P0):
+    """(exact weight S of q's counters, sum of their square roots, q's busiest entry)."""
+    e0 = qr[q, 3]
+    e1 = qr[q + 1, 3]
+    S = np.int64(0)
+    Z = 0.0
+    best = e0
+    cb = np.int64(-1)
+    for j in range(e0, e1):
+        cu = _cval(NR, PH, P0, qn[j, 0])
+        S += cu
+        Z += np.sqrt(np.float64(cu))
+        if cu > cb:
+            cb = cu
+            best = j
+    return S, Z, best
+
+
+@nb.njit(cache=True)
+def _restart(q, S, Z, best, NR, tt, qn, qr, st, PH, P0):
+    """Start q's next round at exact weight S (its target ``qr[q, 0]`` > S): direct mode if the
+    remaining threshold is <= DIRECT h, else a round whose slacks are split by rate (§7)."""
+    e0 = qr[q, 3]
+    e1 = qr[q + 1, 3]
+    h = e1 - e0
+    remq = qr[q, 0] - S
+    if remq <= DIRECT * h:
+        qr[q, 1] = 0
+        qr[q, 2] = S
+        st[ST_DIRECT] += 1
+        for j in range(e0, e1):
+            u = qn[j, 0]
+            _rekey(NR, tt, PH, P0, u, qn[j, 1], _cval(NR, PH, P0, u) + 1)
+        return
+    # next round: slack unit floor(tau' / (2 (1 + SHARE) h)); participant u gets
+    # 1 + share_u units, shares ~ SHARE h sqrt(c(u)) / sum sqrt(c) (c(u) counts since
+    # the build: u's rate; sqrt minimises the expected signals), the remainder to the
+    # busiest; the slacks sum to (1 + SHARE) h units <= tau'/2
+    nl = remq // (2 * (1 + SHARE) * h)
+    qr[q, 1] = nl
+    qr[q, 2] = (1 + SHARE) * h
+    f = SHARE * h / Z if Z > 0.0 else 0.0
+    used = np.int64(0)
+    for j in range(e0, e1):
+        if j == best:
+            continue
+        u = qn[j, 0]
+        sl = qn[j, 1]
+        cu = _cval(NR, PH, P0, u)
+        mu = np.int64(f * np.sqrt(np.float64(cu))) if Z > 0.0 else np.int64(SHARE)
+        mu = min(mu, SHARE * h - used)
+        used += mu
+        _set_pay(NR, tt, PH, P0, u, sl, (q << 32) | mu)
+        _rekey(NR, tt, PH, P0, u, sl, cu + nl * (1 + mu))
+    u = qn[best, 0]
+    sl = qn[best, 1]
+    mu = SHARE * h - used
+    _set_pay(NR, tt, PH, P0, u, sl, (q << 32) | mu)
+    _rekey(NR, tt, PH, P0, u, sl, _cval(NR, PH, P0, u) + nl * (1 + mu))
+
+
+@nb.njit(cache=True, inline="always")
+def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep):
     """Counter of node r is now c (>= the top sigma of H(r)): deliver every due signal. A row
     r >= P0 is a private piece (``_dt_bucket``): one entry, key and payload in its row."""
     priv = PH.ndim == 1 and r >= P0  # (a 2-D PH: no pieces, compiled away)
@@ -77,68 +154,28 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0):
                 qr[q, 2] -= add
                 _rekey(NR, tt, PH, P0, r, slot, s0 + ksig * lu)
                 continue
-            e0 = qr[q, 3]
-            e1 = qr[q + 1, 3]
-            h = e1 - e0
             st[ST_ROUNDS] += 1
-            S = np.int64(0)
-            Z = 0.0
-            best = e0
-            cb = np.int64(-1)
-            for j in range(e0, e1):
-                cu = _cval(NR, PH, P0, qn[j, 0])
-                S += cu
-                Z += np.sqrt(np.float64(cu))
-                if cu > cb:
-                    cb = cu
-                    best = j
+            S, Z, best = _sums(q, NR, qn, qr, PH, P0)
             if S >= qr[q, 0]:
-                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
-                continue
-            remq = qr[q, 0] - S
-            if remq <= DIRECT * h:
-                qr[q, 1] = 0
-                qr[q, 2] = S
-                st[ST_DIRECT] += 1
-                for j in range(e0, e1):
-                    u = qn[j, 0]
-                    _rekey(NR, tt, PH, P0, u, qn[j, 1], _cval(NR, PH, P0, u) + 1)
-            else:
-                # next round: slack unit floor(tau' / (2 (1 + SHARE) h)); participant u gets
-                # 1 + share_u units, shares ~ SHARE h sqrt(c(u)) / sum sqrt(c) (c(u) counts since
-                # the build: u's rate; sqrt minimises the expected signals), the remainder to the
-                # busiest; the slacks sum to (1 + SHARE) h units <= tau'/2
-                nl = remq // (2 * (1 + SHARE) * h)
-                qr[q, 1] = nl
-                qr[q, 2] = (1 + SHARE) * h
-                f = SHARE * h / Z if Z > 0.0 else 0.0
-                used = np.int64(0)
-                for j in range(e0, e1):
-                    if j == best:
-                        continue
-                    u = qn[j, 0]
-                    sl = qn[j, 1]
-                    cu = _cval(NR, PH, P0, u)
-                    mu = np.int64(f * np.sqrt(np.float64(cu))) if Z > 0.0 else np.int64(SHARE)
-                    mu = min(mu, SHARE * h - used)
-                    used += mu
-                    _set_pay(NR, tt, PH, P0, u, sl, (q << 32) | mu)
-                    _rekey(NR, tt, PH, P0, u, sl, cu + nl * (1 + mu))
-                u = qn[best, 0]
-                sl = qn[best, 1]
-                mu = SHARE * h - used
-                _set_pay(NR, tt, PH, P0, u, sl, (q << 32) | mu)
-                _rekey(NR, tt, PH, P0, u, sl, _cval(NR, PH, P0, u) + nl * (1 + mu))
+                nout, out_q, out_o = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep)
+                if rep[q] <= 0:
+                    continue
+                qr[q, 0] = S + rep[q]  # re-arm: weight 0 from the next element on
+            _restart(q, S, Z, best, NR, tt, qn, qr, st, PH, P0)
         else:
             # direct mode (tau <= DIRECT h): every counter change is reported
             a = qr[q, 2] + c - (s0 - 1)
             qr[q, 2] = a
             st[ST_SIGNALS] += 1
             if a >= qr[q, 0]:
-                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
+                nout, out_q, out_o = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep)
+                if rep[q] > 0:  # re-arm: weight 0 from the next element on
+                    S, Z, best = _sums(q, NR, qn, qr, PH, P0)
+                    qr[q, 0] = S + rep[q]
+                    _restart(q, S, Z, best, NR, tt, qn, qr, st, PH, P0)
                 continue
             _rekey(NR, tt, PH, P0, r, slot, c + 1)
-    return nout
+    return nout, out_q, out_o
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,7 +278,7 @@ _CMASK = _CS - 1
 
 
 @nb.njit(cache=True, nogil=True)
-def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, out_o, st, floor):
+def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, out_o, st, floor, rep):
     """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) through one structure.
     Each element visits the root-to-leaf path of the primary tree and, for d > 1, of the
     secondary trees of the nodes on it (§6); each visited node of the last dimension gets
@@ -257,9 +294,11 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
     (bucket) the element also checks the bucket's private pieces p (rows ``P0 + p``: lower key
     ``NR[P0 + p, 0]``, upper key ``PH[p]``) and bumps those containing it (whole chunks of 32 by a lazy
     tag, see ``_dt_bucket``). With ``floor`` only
-    counters are maintained. Returns the number of maturities written to
-    ``out_q`` (local query) / ``out_o`` (row), in row order. O(log^d m) per element plus O(log m)
-    per signal."""
+    counters are maintained. ``rep[q]`` >= 1: q re-arms at a maturity (weight 0 from the next
+    element on, target ``S + rep[q]`` over its exact counter sum S, next round started at once).
+    Returns (number of maturities, out_q, out_o): ``out_q`` (local query) / ``out_o`` (row), in
+    row order, the buffers grown when full. O(log^d m) per element plus O(log m) per signal (a
+    re-arm costs what a round end costs, O(h log m))."""
     n = xk.shape[0]
     last = xk.shape[1] - 1
     nout = 0
@@ -306,7 +345,7 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                     c = NR[row, 1] + wi
                     NR[row, 1] = c
                     if c >= NR[row, 2]:
-                        nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
+                        nout, out_q, out_o = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep)
                     off += ((L - 1) >> (H - lev)) + 1
             if PH.ndim == 1:  # bucketed (a compile-time constant)
                 # the bucket's private pieces (``_dt_bucket``; at most one per query contains x):
@@ -377,7 +416,8 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                 # one element is immaterial, and firing one piece never makes another due)
                 for d in range(nd):
                     r = due[d]
-                    nout = _fire(r, _cval(NR, PH, P0, r), i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0)
+                    nout, out_q, out_o = _fire(r, _cval(NR, PH, P0, r), i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH,
+                                               P0, rep)
                 for d in range(nc):
                     p = dch[d]
                     mn = I64_MAX
@@ -385,4 +425,4 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                         if NR[r, 2] - NR[r, 1] < mn:
                             mn = NR[r, 2] - NR[r, 1]
                     NR[CR + (p >> CHUNK_BITS), 1] = mn
-    return nout
+    return nout, out_q, out_o

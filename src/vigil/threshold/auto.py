@@ -36,9 +36,10 @@ build, the same as registering there directly; from then on the regret rule deci
 costlier build pays.
 
 A switch is exact: the current operator exports every alive query with its exact remaining
-threshold (``remaining()``: tau minus the weight seen so far, read from DT's counters or the
+threshold (``export()``: tau minus the weight seen so far, read from DT's counters or the
 baselines' counters) and the new one registers them with those thresholds; a query with
-remaining threshold r behaves exactly like a fresh query of threshold r, so outputs never change.
+remaining threshold r behaves exactly like a fresh query of threshold r (a re-arming query carries
+its re-arm threshold along), so outputs never change.
 
 The model (:class:`CostModel`): per dimension and algorithm, seconds per push timed on a grid of
 (m, B) and seconds per build timed on a grid of m, interpolated in log-log space (power-law
@@ -280,8 +281,8 @@ class Auto(ThresholdOperator):
         self._w_n = 0
 
     # ------------------------------------------------------------------ delegation
-    def register(self, qids, lo, hi, tau) -> None:
-        self.op.register(qids, lo, hi, tau)  # (a build cost, in the model's build: not observed)
+    def register(self, qids, lo, hi, tau, repeat=None) -> None:
+        self.op.register(qids, lo, hi, tau, repeat)  # (a build cost, in the model's build: not observed)
         if len(tau):
             self._tau_sum += float(np.sum(tau, dtype=np.float64))
             self._tau_n += len(tau)
@@ -297,6 +298,9 @@ class Auto(ThresholdOperator):
 
     def remaining(self):
         return self.op.remaining()
+
+    def export(self):
+        return self.op.export()
 
     def rho(self, m: int) -> float | None:
         """Mean registered threshold / (m x mean element weight so far), None before both exist."""
@@ -431,10 +435,10 @@ class Auto(ThresholdOperator):
         if name not in self.algos:
             raise ValueError(f"auto cannot switch to {name!r} in d={self.dim}; expected one of {self.algos}")
         if name != self.current:
-            qids, lo, hi, rem = self.op.remaining()
+            qids, lo, hi, rem, rep = self.op.export()
             new = _classes()[name](self.dim)
             if len(qids):
-                new.register(qids, lo, hi, rem)
+                new.register(qids, lo, hi, rem, rep)
             self.op = new
             self.current = name
             self.switches += 1

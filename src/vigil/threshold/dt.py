@@ -57,6 +57,14 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   built in the memory of the old one (its arrays are released to a pool first; a buffer is
   reused only if at most ``REUSE_SLACK`` times too large, so the held space stays
   O(m_alive log^d m_alive)).
+* Re-arming queries (``repeat``, not in the paper). A query registered with a re-arm threshold
+  r keeps its entries when it matures: at the maturing element (found exactly, as above) its
+  exact counter sum S is read (O(h), as at a round end), its target becomes S + r (weight 0
+  from the next element on; the overshoot is dropped) and its next round starts at once, direct
+  mode or slacks split by rate. This happens inside ``push_dt`` for every query maturing at
+  that element (no Python call per maturity), and costs what a round end costs, O(h log m);
+  a re-arming query is never removed by a maturity, only by TERMINATE. The output buffers grow
+  inside the kernel (a push may hold many maturities of one query).
 * Weights and thresholds up to 2**53 (the contract's range, ``_limits``) are exact however many
   elements arrive: a push is cut into chunks of total weight <= 2**60, and a structure whose
   counters (bounded by the weight pushed through it since its build) could pass 2**61 with the
@@ -99,10 +107,10 @@ from typing import Any
 import numpy as np
 
 from .. import jit
-from . import ThresholdOperator
+from . import ThresholdOperator, repeat_array
 from . import _kernels as K
-from ._dt_order import local_order as _local_order
-from ._dt_pool import REUSE_SLACK, _madvise_hugepage, _owner, _take  # noqa: F401 (REUSE_SLACK: API)
+from ._dt_pool import REUSE_SLACK, _madvise_hugepage  # noqa: F401 (REUSE_SLACK: API)
+from ._dt_structure import _Structure
 from ._limits import weight_cuts
 
 #: elements processed per kernel call inside one push; rebuild conditions are checked between
@@ -151,158 +159,6 @@ def is_compiled() -> bool:  # loaded here or in the numba cache: no ~1 min compi
 
 #: elements remembered for the rate estimate of a new structure's first round
 SAMPLE = 4096
-#: the tracking arrays of ``push_dt``, unused by its counter-only pass
-_NO_TRACKING = (np.zeros((1, 2), np.int64), np.zeros((1, 2), np.int32), np.zeros((2, 4), np.int64),
-                np.zeros(1, np.uint8), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(8, np.int64))
-
-
-class _Structure:
-    """One structure T_i of the logarithmic method: the d-layered endpoint trees, heaps and
-    tracking state of its queries. Local query order = order of the lower endpoint in dimension 0
-    (so that building scatters entries with locality); ``qsorted``/``qperm`` map qids to local
-    indices by binary search."""
-
-    __slots__ = (
-        "qids",
-        "qsorted",
-        "qperm",
-        "klo",
-        "khi",
-        "NR",
-        "tbase",
-        "tL",
-        "tH",
-        "tdim",
-        "tt",
-        "qn",
-        "qr",
-        "qalive",
-        "out_q",
-        "out_o",
-        "n_alive",
-        "n_built",
-        "wsum",
-        "PH",
-        "P0",
-        "bk",
-    )
-
-    def __init__(self, qids: np.ndarray, klo: np.ndarray, khi: np.ndarray, rem: np.ndarray,
-                 pool: list[np.ndarray] | None = None,
-                 sample: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-        k, d = klo.shape
-        perm, qperm = _local_order(qids, klo[:, 0])
-        if perm is not None:
-            qids, klo, khi, rem = qids[perm], klo[perm], khi[perm], rem[perm]
-        self.qids, self.klo, self.khi = qids, klo, khi
-        self.qperm = qperm
-        self.qsorted = qids[self.qperm]
-        moff = np.arange(k + 1, dtype=np.int64)
-        mgrp = np.zeros(k, dtype=np.int64)
-        G, row0, ntrees = 1, 0, 0
-        tb, tl, th, td = [], [], [], []
-        NR = np.empty((0, 4), dtype=np.int64)
-        # Big arrays are allocated here, in numpy (from the pool of a replaced structure when
-        # possible; huge pages per HUGEPAGES, see DT._build), and filled by the kernels.
-        bk = d > 1 and BUCKET > 0  # bucketed last-dimension trees (``_dt_bucket``)
-        # PH: the pieces' upper keys; 2-D (empty) when not bucketed: kernels without bucket code
-        pe, PH, P0 = np.empty((0, 2), np.int64), np.empty((0, 0), np.int64), 0
-        for dim in range(d):
-            kl = np.ascontiguousarray(klo[:, dim])
-            kh = np.ascontiguousarray(khi[:, dim])
-            if dim == 0:  # kl is sorted (local order): merge it with the sorted kh
-                order = K.merge_order(kl, kh, np.argsort(kh, kind="stable"))
-            else:
-                order = np.argsort(np.concatenate([kl, kh]), kind="stable")
-            last = dim == d - 1
-            buf, boff, tL, tH, tbase, mm, nrows, _ = K.level_sizes(kl, kh, order, moff, mgrp, G)
-            kl = kh = order = mgrp = None  # (temporaries: freed early, lower peak memory)
-            if last and bk:
-                buf, tL, tH, tbase, nrows, pe, PL, PH, pstart, gb0, nleft, nboth = K.bucketize(
-                    buf, boff, tL, mm, G, min(BUCKET, K.MAX_BUCKET))
-                boff = gb0
-            P0 = row0 + nrows
-            NP = PH.shape[0] if PH.ndim == 1 else 0
-            nchunks = (NP + (1 << K.CHUNK_BITS) - 1) >> K.CHUNK_BITS  # tag rows after the pieces
-            grown = _take(pool, (P0 + NP + nchunks, 4), np.int64)
-            grown[:row0] = NR  # earlier levels are geometrically smaller
-            NR = grown
-            block = NR[row0:]
-            K.level_fill(G, row0, last, buf, boff, tL, tH, tbase, block)
-            if last and bk:
-                K.link_buckets(NR, P0, tbase, tL, tH, pstart, gb0, PL, PH, nleft, nboth)
-                PL = None
-            tb.append(tbase)
-            tl.append(tL)
-            th.append(tH)
-            td.append(np.full(G, dim, dtype=np.int64))
-            ntrees += G
-            if not last:
-                poff, prow = K.level_canonical(moff, mm, tL, tH, tbase)
-                mgrp, G = K.next_groups(prow, row0, nrows, block, ntrees)
-                prow = None
-                moff = poff
-                row0 += nrows
-        self.PH, self.P0, self.bk = PH, P0, bk
-        self.NR = NR
-        self.tbase = np.concatenate(tb)
-        self.tL = np.concatenate(tl)
-        self.tH = np.concatenate(th)
-        self.tdim = np.concatenate(td)
-        # rates for the first round's slack split: the counts of a sample of recent elements
-        sq = np.empty(0, np.float32)
-        if sample is not None and sample[1].shape[0] > 0:
-            K.push_dt(sample[0], sample[1], NR, self.tbase, self.tL, self.tH, self.tdim, PH, P0, *_NO_TRACKING,
-                      True)
-            if bk:
-                K.fold_tags(NR, P0, PH.shape[0])
-            sq = np.sqrt(NR[row0:P0 + NP, 1], dtype=np.float32)  # sqrt(rate) of each last-dimension node
-            NR[row0:, 1] = 0  # counters start at 0
-        # the last dimension's entries are laid out and written tree by tree (locality)
-        poff, slots, Z = K.heap_layout(NR, moff, mm, tL, tH, tbase, sq, row0, pe, P0)
-        E = int(poff[-1])
-        if NR.shape[0] >= 2**31 or slots >= 2**31:
-            raise MemoryError("DT structure too large for 32-bit entry indices")
-        self.tt = _take(pool, (slots, 2), np.int64)
-        self.qn = _take(pool, (E, 2), np.int32)
-        self.qr = _take(pool, (k + 1, 4), np.int64)
-        self.qr.fill(0)
-        K.build_heaps(NR, mm, tL, tH, tbase, poff, rem, self.tt, self.qn, self.qr, Z, sq, row0, pe, P0)
-        if bk:
-            K.chunk_mins(NR, P0, PH.shape[0])
-        self.qalive = np.ones(k, dtype=np.uint8)
-        self.out_q = np.empty(k, dtype=np.int64)
-        self.out_o = np.empty(k, dtype=np.int64)
-        self.n_alive = k
-        self.n_built = k
-        self.wsum = 0.0  # weight pushed through this structure since its build (counters' bound)
-
-    def locate(self, qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(mask over ``qids`` of those held here, their local indices)."""
-        pos = np.minimum(np.searchsorted(self.qsorted, qids), self.qsorted.shape[0] - 1)
-        hit = self.qsorted[pos] == qids
-        return hit, self.qperm[pos[hit]]
-
-    def remaining(self) -> np.ndarray:
-        return K.remaining(self.NR, self.qn, self.qr, self.qalive, self.PH, self.P0)
-
-    def export_alive(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(qids, klo, khi, remaining thresholds) of the alive queries, local order."""
-        m = self.qalive.astype(bool)
-        rem = np.maximum(self.remaining()[m], 1)  # >= 1 always, except under floor_only
-        return self.qids[m], self.klo[m], self.khi[m], rem
-
-    def release(self, pool: list[np.ndarray]) -> None:
-        """Hand the big arrays to ``pool`` for the next build (the structure is dead after this)."""
-        for a in ("NR", "tt", "qn", "qr"):
-            pool.append(_owner(getattr(self, a)).reshape(-1).view(np.uint8))
-            setattr(self, a, None)
-
-    def nbytes(self) -> int:
-        """Bytes held (a reused buffer counts whole)."""
-        return sum(_owner(getattr(self, a)).nbytes for a in self.__slots__ if a not in ("n_alive", "n_built", "wsum", "P0", "bk"))
-
-
 class DT(ThresholdOperator):
     """Distributed-tracking RTS operator (see module docstring). Extra API: :meth:`nbytes` (bytes
     held by the index) and the ``stats`` dict: ``rebuilds`` (global rebuilds after halving),
@@ -394,7 +250,7 @@ class DT(ThresholdOperator):
         alive = np.concatenate([t.qids[locs] for _, t, locs in self._find(qids)] or [np.empty(0, np.int64)])
         return np.isin(qids, alive)
 
-    def register(self, qids, lo, hi, tau) -> None:
+    def register(self, qids, lo, hi, tau, repeat=None) -> None:
         qids = np.asarray(qids, dtype=np.int64).ravel()
         k, d = qids.shape[0], self.dim
         if k == 0:
@@ -413,16 +269,17 @@ class DT(ThresholdOperator):
         # keys sigma = c + lambda stay below 2**63 (counters are renormalised below 2**61, see
         # push); the contract's thresholds (<= 2**53) are never clamped
         tau = np.minimum(tau, TAU_CAP)
+        rep = np.minimum(repeat_array(repeat, k), TAU_CAP)
         # as in the oracle: registering an alive qid replaces it (its weight restarts at 0), and
         # within one batch the last occurrence of a qid wins
         uq, last = np.unique(qids[::-1], return_index=True)
         if uq.shape[0] < k:
             keep = np.sort(k - 1 - last)
-            qids, lo, hi, tau = qids[keep], lo[keep], hi[keep], tau[keep]
+            qids, lo, hi, tau, rep = qids[keep], lo[keep], hi[keep], tau[keep], rep[keep]
             k = qids.shape[0]
         if self._alive_mask(uq).any():
             self.terminate(uq)
-        parts = [(qids, K.float_keys(lo), K.float_keys(hi) + 1, tau)]
+        parts = [(qids, K.float_keys(lo), K.float_keys(hi) + 1, tau, rep)]
         # §5 logarithmic method, rule (8) generalized to a batch of k
         tot, j = 0, 0
         while True:
@@ -456,17 +313,14 @@ class DT(ThresholdOperator):
 
     def _build(self, parts, pool: list[np.ndarray] | None = None) -> _Structure:
         if len(parts) == 1:
-            qs, klo, khi, rem = parts[0]
+            qs, klo, khi, rem, rep = parts[0]
         else:
-            qs = np.concatenate([p[0] for p in parts])
-            klo = np.concatenate([p[1] for p in parts])
-            khi = np.concatenate([p[2] for p in parts])
-            rem = np.concatenate([p[3] for p in parts])
+            qs, klo, khi, rem, rep = (np.concatenate([p[i] for p in parts]) for i in range(5))
         self._counts["builds"] += 1
         prev = _madvise_hugepage(HUGEPAGES)
         try:
             return _Structure(qs, np.ascontiguousarray(klo), np.ascontiguousarray(khi), np.ascontiguousarray(rem), pool,
-                              self._sample)
+                              self._sample, rep, BUCKET)
         finally:
             _madvise_hugepage(prev)
 
@@ -530,7 +384,7 @@ class DT(ThresholdOperator):
                     if t is None:
                         continue
                 t.wsum += cw
-                cnt = K.push_dt(
+                cnt, t.out_q, t.out_o = K.push_dt(
                     xc,
                     wc,
                     t.NR,
@@ -548,12 +402,16 @@ class DT(ThresholdOperator):
                     t.out_o,
                     st,
                     self.floor_only,
+                    t.rep,
                 )
                 if cnt:
-                    outq.append(t.qids[t.out_q[:cnt]])
+                    loc = t.out_q[:cnt]
+                    outq.append(t.qids[loc])
                     outo.append(t.out_o[:cnt] + c0)
-                    t.n_alive -= cnt
-                    self._maybe_rebuild(i)
+                    gone = cnt if t.nrep == 0 else int(np.count_nonzero(t.rep[loc] == 0))
+                    if gone:  # one-shot queries are removed, re-arming ones stay
+                        t.n_alive -= gone
+                        self._maybe_rebuild(i)
         if not outq:
             return empty
         q = np.concatenate(outq)
@@ -561,23 +419,24 @@ class DT(ThresholdOperator):
         order = np.lexsort((q, o))
         return q[order], o[order]
 
-    def remaining(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(qids, lo[k,d], hi[k,d], remaining thresholds tau - W) of the alive queries (exact
-        weights read from the counters): registering them with these thresholds in any operator
+    def export(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(qids, lo[k,d], hi[k,d], remaining thresholds tau - W, re-arm thresholds) of the alive
+        queries (exact weights read from the counters): registering them in any operator
         continues every query exactly (how ``auto`` switches algorithms)."""
         s = self.state()
-        return s["qids"], s["lo"], s["hi"], s["tau"]
+        return s["qids"], s["lo"], s["hi"], s["tau"], s["repeat"]
 
     # ---------------------------------------------------------------- snapshots
     def state(self) -> dict[str, Any]:
         """Pickle-free state: the alive queries with their remaining thresholds (tau minus the
         weight already seen) and the structure holding each; restoring rebuilds the structures,
         which yields the same future outputs."""
-        qs, los, his, rems, tix = [], [], [], [], []
+        qs, los, his, rems, tix, reps = [], [], [], [], [], []
         for i, t in enumerate(self._trees):
             if t is None or t.n_alive == 0:
                 continue
-            q, klo, khi, rem = t.export_alive()
+            q, klo, khi, rem, rp = t.export_alive()
+            reps.append(rp)
             qs.append(q)
             los.append(K.keys_to_float(klo))
             his.append(K.keys_to_float(khi - 1))
@@ -596,6 +455,7 @@ class DT(ThresholdOperator):
             "hi": cat(his, (0, d), np.float64),
             "tau": cat(rems, (0,), np.int64),
             "structure": cat(tix, (0,), np.int64),
+            "repeat": cat(reps, (0,), np.int64),
             "counts": dict(self._counts),
             "kernel_stats": self._st.copy(),
         }
@@ -609,10 +469,11 @@ class DT(ThresholdOperator):
         hi = np.asarray(s["hi"], dtype=np.float64).reshape(-1, d)
         tau = np.asarray(s["tau"], dtype=np.int64)
         tix = np.asarray(s["structure"], dtype=np.int64)
+        rep = np.asarray(s.get("repeat", np.zeros(qids.shape[0], np.int64)), dtype=np.int64)
         for i in np.unique(tix):
             m = tix == i
             part = (qids[m], K.float_keys(lo[m]), K.float_keys(hi[m]) + 1, tau[m])
-            op._install(int(i), _Structure(*part))
+            op._install(int(i), _Structure(*part, rep=rep[m], bucket=BUCKET))
         op._counts.update({k: int(v) for k, v in dict(s.get("counts", {})).items() if k in op._counts})
         if "kernel_stats" in s:
             op._st[:] = np.asarray(s["kernel_stats"], dtype=np.int64)

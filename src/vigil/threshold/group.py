@@ -1,7 +1,7 @@
 """The threshold family's engine adapter: one ThresholdOperator per (range columns, weight column,
 equality keys). Rows matching the equality keys are seen; range columns and the weight are checked.
 Registrations are buffered and handed to the operator as one batch; matured queries leave the
-engine (``engine._gone``)."""
+engine (``engine._gone``), except re-arming ones (``repeat``), which stay until terminated."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ class ThresholdGroup(Group):
     def __init__(self, engine: Any, params: dict[str, Any]) -> None:
         super().__init__(engine, params)
         self.op = engine.impl("threshold")(len(params["cols"]))
+        self._rep: set[int] = set()  # alive re-arming queries: a maturity does not end them
 
     def checks(self, cols, idx):
         mask = None
@@ -40,13 +41,21 @@ class ThresholdGroup(Group):
         # registrations at one position become one register() call)
         lo, hi = spec.bounds()
         self._reg = getattr(self, "_reg", [])
-        self._reg.append((qid, *lo, *hi, spec.threshold))
+        self._reg.append((qid, *lo, *hi, spec.threshold, spec.threshold if spec.repeat else 0))
+        if spec.repeat:
+            self._rep.add(qid)
+        else:
+            self._rep.discard(qid)
 
     def register_many(self, qids: list[int], rows: list[tuple], start: int) -> None:
         """Queries as columns: ``rows`` in :func:`vigil.specs.fast_spec`'s layout, (lo_1..lo_d,
-        hi_1..hi_d, threshold) over ``params["cols"]``. Buffered like :meth:`register`."""
+        hi_1..hi_d, threshold) over ``params["cols"]`` (one-shot queries). Buffered like
+        :meth:`register`."""
         self._chunk()
-        self._chunks.append((np.asarray(qids, np.int64), np.array(rows, np.float64)))
+        a = np.array(rows, np.float64).reshape(len(qids), -1)
+        self._chunks.append((np.asarray(qids, np.int64), np.hstack([a, np.zeros((a.shape[0], 1))])))
+        if self._rep:
+            self._rep.difference_update(qids)
 
     def _chunk(self) -> None:
         """Move the rows buffered one by one into a chunk (order kept)."""
@@ -63,9 +72,11 @@ class ThresholdGroup(Group):
             chunks, self._chunks = self._chunks, []
             d = len(self.params["cols"])
             qids = np.concatenate([c[0] for c in chunks])
-            a = np.concatenate([c[1] for c in chunks]).reshape(-1, 2 * d + 1)
+            a = np.concatenate([c[1] for c in chunks]).reshape(-1, 2 * d + 2)
             # thresholds are integers <= 2**53 (vigil.specs): exact in float64
-            self.op.register(qids, a[:, :d].copy(), a[:, d:2 * d].copy(), a[:, 2 * d].astype(np.int64))
+            rep = a[:, 2 * d + 1].astype(np.int64)
+            self.op.register(qids, a[:, :d].copy(), a[:, d:2 * d].copy(), a[:, 2 * d].astype(np.int64),
+                             rep if rep.any() else None)
 
     def terminate(self, qid: int) -> None:
         self.terminate_many([qid])
@@ -73,10 +84,18 @@ class ThresholdGroup(Group):
     def terminate_many(self, qids: list[int]) -> None:
         self._flush()
         self.op.terminate(np.array(qids, np.int64))
+        if self._rep:
+            self._rep.difference_update(qids)
 
     def state(self):
         self._flush()
-        return super().state()
+        s = super().state()
+        s["repeat_qids"] = np.array(sorted(self._rep), np.int64)
+        return s
+
+    def load(self, s: dict[str, Any]) -> None:
+        super().load(s)
+        self._rep = {int(q) for q in np.asarray(s.get("repeat_qids", ()), np.int64).tolist()}
 
     def feed(self, cols: Cols, rows: np.ndarray, seqs: np.ndarray, seg: Segment) -> None:
         self._flush()
@@ -87,5 +106,7 @@ class ThresholdGroup(Group):
         q, off = self.op.push(pts, w)
         if len(q):
             seg.add("matured", q, seqs[off])
-            for qid in q.tolist():
-                self.engine._gone(qid)
+            rep = self._rep
+            for qid in (np.unique(q).tolist() if rep else q.tolist()):
+                if qid not in rep:
+                    self.engine._gone(qid)
