@@ -65,6 +65,25 @@ def to_table(batch: Any) -> pa.Table:
         ) from e
 
 
+def _per_lookup(answers: list[dict[str, Any]]) -> list[Any]:
+    """One value per lookup: a per-key query's answers (one event per key, consecutive, each with
+    ``keys``) become one dict key -> value; its answer while no key has an element is the
+    event's value, an empty list."""
+    out: list[Any] = []
+    prev: dict[str, Any] | None = None
+    for e in answers:
+        if "keys" in e:
+            k = e["keys"][0] if len(e["keys"]) == 1 else tuple(e["keys"])
+            if prev is not None and prev["id"] == e["id"] and isinstance(out[-1], dict) and k not in out[-1]:
+                out[-1][k] = e["value"]
+            else:
+                out.append({k: e["value"]})
+        else:
+            out.append(e.get("value"))
+        prev = e
+    return out
+
+
 def _spec(spec: Mapping[str, Any] | str, ident: str | None = None) -> dict[str, Any]:
     """A spec from a dict, its JSON text or an SQL statement (compiled by :mod:`vigil.sql`, which
     needs ``ident``); ``ident``, when given, is the spec's id."""
@@ -154,8 +173,9 @@ class Monitor:
 
     def lookup(self, ident: str) -> Any:
         """The current answer of a query (window, substream, quantile): a number, ``None`` (no
-        element in its window yet) or, for a substream filter, the list of keys. Raises
-        ``ValueError`` (unknown id, query not alive, a family without lookups)."""
+        element in its window yet) or, for a substream filter, the list of keys; for a query with
+        ``group_by``, a dict key -> value (the key's text, or a tuple of texts for several
+        columns; an empty list while no key has an element). Raises ``ValueError`` (unknown id, query not alive, a family without lookups)."""
         return self.lookup_many([ident])[0]
 
     def lookup_many(self, idents: Iterable[str]) -> list[Any]:
@@ -163,7 +183,7 @@ class Monitor:
         ids = list(idents)
         events = self._ops([{"op": "lookup", "at": self.position, "id": i} for i in ids])
         self._raise(events)
-        values = [e.get("value") for e in events if e["event"] == "answer"]
+        values = _per_lookup([e for e in events if e["event"] == "answer"])
         if len(values) != len(ids):  # only if operations wait (a snapshot of a replay's engine)
             raise RuntimeError(f"{len(ids)} lookups gave {len(values)} answers: operations are pending")
         return values

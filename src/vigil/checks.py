@@ -140,10 +140,18 @@ def _elements(log: Log, column: str, rows: list[dict]) -> tuple[np.ndarray, np.n
 
 
 def _check_quantiles(log: Log, expected: list[dict], got: list[dict], skip: set[str] = frozenset()) -> None:
+    from .checks_quantiles import check_shapes, shaped
     from .quantiles.oracle import rank_error_ok
 
+    # alerts, rank and per-key queries: checks_quantiles; the others below
+    shapes = {op["query"]["id"] for op in log.ops if op.get("op") == "register"
+              and op["query"].get("type") == "quantile" and shaped(op["query"])}
+    if shapes:
+        check_shapes(log, expected, got, skip)
+        expected = [r for r in expected if r["id"] not in shapes]
+        got = [r for r in got if r["id"] not in shapes]
     # update events (notify queries) differ between implementations: each is checked on its own
-    check_quantile_updates(log, got, skip)
+    check_quantile_updates(log, got, set(skip) | shapes)
     pushed = ("update", "cluster", "cluster_update")
     expected = [r for r in expected if r["event"] not in pushed]
     got = [r for r in got if r["event"] not in pushed]

@@ -263,10 +263,29 @@ def quantile_logs(draw, max_rows: int = 40) -> Log:
             q["rows"] = _long(draw, n, 15)
         if draw(st.booleans()):
             q["notify"] = draw(st.sampled_from([True, "cluster"]))
+        shape = draw(st.integers(0, 9))  # alerts, rank queries, per-key queries (checks_quantiles)
+        if shape in (0, 1):
+            q.pop("notify", None)
+            x = draw(st.integers(0, 20))
+            q["above" if shape == 0 else "below"] = x
+            if draw(st.booleans()):
+                q["rearm"] = x + (-1 if shape == 0 else 1) * draw(st.integers(0, 6))
+        elif shape == 2:
+            q.pop("phi")
+            q.pop("notify", None)
+            q["rank_of"] = draw(st.integers(-1, 21))
+        if shape in (3, 4, 5) or (shape in (0, 2) and draw(st.booleans())):
+            if q.get("notify") == "cluster":
+                q["notify"] = True
+            if shape != 4:
+                q["group_by"] = "k"
+            if shape != 3:
+                q["where"] = draw(st.sampled_from([{"k": "a"}, {"v": [2, 15]}, {"k": "b", "v": [None, 10]}]))
         return q
 
-    return _finish(draw, {"v": _col(draw, v, pa.float64())}, _ops_strategy(draw, n, make, lookups=True),
-                   quantile_epsilon=draw(st.sampled_from([0.01, 0.05])))
+    k = draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=n, max_size=n))
+    return _finish(draw, {"v": _col(draw, v, pa.float64()), "k": _col(draw, k, pa.string())},
+                   _ops_strategy(draw, n, make, lookups=True), quantile_epsilon=draw(st.sampled_from([0.01, 0.05])))
 
 
 STRATEGIES = {

@@ -70,7 +70,7 @@ dialect, by type (each section above shows its example in SQL):
 | `band_join` | `SELECT * FROM r_rel r JOIN s_rel s ON s.b - r.a BETWEEN lo AND hi` (or `ON s.b BETWEEN r.a + lo AND r.a + hi`) |
 | `select_join` | `SELECT * FROM r_rel r JOIN s_rel s ON r.k = s.k [AND / WHERE <ranges on r.* and s.*>]` |
 | `window_join` | a select join with `AND ABS(r.ts - s.ts) < w` (the column is the time column) |
-| `quantile` | `SELECT APPROX_QUANTILE(col, phi, epsilon) FROM t [ROWS n]` (no bracket: the whole stream) |
+| `quantile` | `SELECT APPROX_QUANTILE(col, phi, epsilon) FROM t [ROWS n]` (no bracket: the whole stream); per key: `... WHERE ...` (`where`), `SELECT k, APPROX_QUANTILE(...) ... GROUP BY k` (`group_by`); an alert: `... HAVING APPROX_QUANTILE(col, phi, epsilon) > x` (`above`; `< x`: `below`; hint `/*+ REARM(r) */`); a rank: `SELECT APPROX_CDF(col, x, epsilon) FROM t` (`rank_of`) |
 
 * Windows are CQL's brackets after the table name, lifted out before parsing: `[ROWS n]` (rows
   `[n, 0]`), `[RANGE T]` (time `[T, 0]`), `[ROWS n OFFSET r]` / `[RANGE T OFFSET r]` (a historical
@@ -81,12 +81,11 @@ dialect, by type (each section above shows its example in SQL):
   (`>`, `<`). The table name of a one-relation query names the stream and is not checked; in a
   join, the two table names are the relations (`rel` values), aliases optional.
 * Options that are not SQL are optimizer hints after `SELECT`: `/*+ EPSILON(e) */` (approximate
-  substream filter), `/*+ NOTIFY */` or `/*+ NOTIFY(cluster) */` (quantile), `/*+ MAX_WINDOW(m) */`
+  substream filter), `/*+ NOTIFY */` or `/*+ NOTIFY(cluster) */` and `/*+ REARM(r) */` (quantile), `/*+ MAX_WINDOW(m) */`
   (window join). A hint the type does not have is refused.
 * Refused, with the reason: anything but one `SELECT` (UPDATE, several statements), no `FROM`,
   several aggregates, `ORDER BY`, `LIMIT`, `DISTINCT`, subqueries, `OR`/`NOT`, outer joins, more
-  than two relations, `[PARTITION BY ...]` (write `GROUP BY`), and per-key quantiles (`WHERE` or
-  `GROUP BY` with `APPROX_QUANTILE`): quantile has no where/group_by yet.
+  than two relations, `[PARTITION BY ...]` (write `GROUP BY`).
 """
 
 INTRO = """\

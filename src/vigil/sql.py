@@ -236,6 +236,8 @@ def _single(sel: exp.Select, win: dict | None, hints: dict) -> dict[str, Any]:
     where = sel.args.get("where")
     items = sel.expressions
     aggs = [n for it in items for n in it.find_all(*_AGGS)]
+    if any(isinstance(a, exp.ApproxQuantile) for a in aggs) or any(_cdf(it) for it in items):
+        return _quantile(items, group, having, where, win, hints)
     if group is not None and having is None and win is not None and win["kind"] is not None \
             and not any(isinstance(a, exp.ApproxQuantile) for a in aggs):  # a per-key window
         return _keyed_window(items, group, where, win)
@@ -267,6 +269,56 @@ def _single(sel: exp.Select, win: dict | None, hints: dict) -> dict[str, Any]:
     spec = _window(kind, col, extra, win)
     if where is not None:
         spec["where"] = _ranges(_conjuncts(where.this), "WHERE", closed=True)
+    return spec
+
+
+def _cdf(node: exp.Expression) -> bool:
+    node = node.this if isinstance(node, exp.Alias) else node
+    return isinstance(node, exp.Anonymous) and node.name.upper() == "APPROX_CDF"
+
+
+def _quantile(items, group, having, where, win, hints) -> dict[str, Any]:
+    """SELECT [keys,] APPROX_QUANTILE(col, phi, eps) | APPROX_CDF(col, x, eps) FROM t [[ROWS n]]
+    [WHERE ...] [GROUP BY keys] [HAVING APPROX_QUANTILE(...) > x | < x]: a quantile query (rank_of
+    for APPROX_CDF; where, group_by; an alert above / below x, hint REARM(r))."""
+    keys = [] if group is None else [k.name if _col(k) else None for k in group.expressions]
+    if None in keys:
+        raise SqlError("GROUP BY: name key columns")
+    sel = [it.this if isinstance(it, exp.Alias) else it for it in items if not (_col(it) and it.name in keys)]
+    if len(sel) != 1:
+        raise SqlError(f"a quantile query selects one APPROX_QUANTILE or APPROX_CDF (besides its GROUP BY "
+                       f"columns), got {len(sel)}")
+    item = sel[0]
+    if _cdf(item):
+        if len(item.expressions) != 3 or not _col(item.expressions[0]):
+            raise SqlError("APPROX_CDF(col, x, epsilon): the fraction of values <= x")
+        spec: dict[str, Any] = {"type": "quantile", "column": item.expressions[0].name,
+                                "rank_of": _num(item.expressions[1], "x"),
+                                "epsilon": _num(item.expressions[2], "epsilon")}
+    else:
+        kind, col, extra = _aggregate(item)
+        if kind != "approx_quantile":
+            raise SqlError(f"{kind.upper()} beside APPROX_QUANTILE: a quantile query selects one aggregate")
+        spec = {"type": "quantile", "column": col, "phi": extra[0], "epsilon": extra[1]}
+    if win is not None and win["kind"] is not None:
+        if win["kind"] != "ROWS" or win["offset"]:
+            raise SqlError("quantile: only a [ROWS n] window (or none: the whole stream)")
+        spec["rows"] = win["size"]
+    if where is not None:
+        spec["where"] = _ranges(_conjuncts(where.this), "WHERE", closed=True)
+    if keys:
+        spec["group_by"] = keys[0] if len(keys) == 1 else keys
+    if having is not None:
+        cond = having.this
+        if not isinstance(cond, exp.GT | exp.LT) or cond.this.sql() != item.sql():
+            raise SqlError(f"HAVING {cond.sql()!r}: a quantile alert is HAVING {item.sql()} > x (or < x)")
+        spec["above" if isinstance(cond, exp.GT) else "below"] = _num(cond.expression, "HAVING bound")
+        rearm = hints.pop("rearm", None)
+        if rearm is not None:
+            spec["rearm"] = rearm
+    notify = hints.pop("notify", None)
+    if notify is not None:
+        spec["notify"] = notify if notify is True else str(notify).lower()
     return spec
 
 

@@ -81,9 +81,13 @@ class KeyedQuantileGroup(Group):
             raise Unsupported("per-key quantile queries (where / group_by) are not served in sharded mode")
         if spec.rank_of is not None and spec.notify:
             raise Unsupported("rank_of with notify: a rank query is answered on lookup")
-        self.q[qid] = {"phi": 0.5 if spec.phi is None else float(spec.phi), "eps": float(spec.epsilon),
-                       "notify": bool(spec.notify), "alert": spec_alert(spec),
-                       "rank": None if spec.rank_of is None else float(spec.rank_of)}
+        q = {"phi": 0.5 if spec.phi is None else float(spec.phi), "eps": float(spec.epsilon),
+             "notify": bool(spec.notify), "alert": spec_alert(spec), "rank": None if spec.rank_of is None else
+             float(spec.rank_of)}
+        if not self.ops:  # what the implementation cannot serve is rejected now, not at a key's first row
+            self.impl(self.eps, self.params["rows"]).register(0, q["phi"], q["eps"], start,
+                                                               notify=q["notify"] or q["alert"] is not None)
+        self.q[qid] = q
         self.slots[qid] = {}
         for code in range(len(self.ops)):
             self._slot(qid, code, self.count[code])
@@ -91,9 +95,9 @@ class KeyedQuantileGroup(Group):
     def _slot(self, qid: int, code: int, start: int) -> None:
         q = self.q[qid]
         slot = len(self.slot_q)
+        self.ops[code].register(slot, q["phi"], q["eps"], start, notify=q["notify"] or q["alert"] is not None)
         self.slot_q.append(qid)
         self.slot_k.append(code)
-        self.ops[code].register(slot, q["phi"], q["eps"], start, notify=q["notify"] or q["alert"] is not None)
         if q["alert"] is not None:
             self.alerts.set(slot, *q["alert"])
         if q["rank"] is not None:
