@@ -55,6 +55,36 @@ class JoinOperator(ABC):
         self, side: str, seqs: np.ndarray, key: np.ndarray, attrs: np.ndarray, times: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
+    def insert_both(self, blocks: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Tuples of both sides in one call: ``blocks`` maps side -> (seqs, key, attrs, times) (a
+        side may be absent); the tuples are taken in the order of their seqs, as if inserted run by
+        run, and the output is ``insert``'s (pairs mode: sorted by (arriving seq, qid, r, s)). This
+        default inserts the runs one by one; strategies do it in one pass."""
+        runs = []
+        for side, b in blocks.items():
+            if b is None or not len(b[0]):
+                continue
+            seqs = np.asarray(b[0], np.int64)
+            runs += [(int(s), side, j) for j, s in enumerate(seqs.tolist())]
+        runs.sort()
+        outs = []
+        a = 0
+        while a < len(runs):
+            side = runs[a][1]
+            z = a
+            while z < len(runs) and runs[z][1] == side:
+                z += 1
+            seqs, key, attrs, times = blocks[side]
+            idx = np.array([r[2] for r in runs[a:z]], np.int64)
+            attrs = None if attrs is None else np.asarray(attrs).reshape(len(seqs), -1)[idx]
+            outs.append(self.insert(side, np.asarray(seqs)[idx], np.asarray(key)[idx], attrs,
+                                    None if times is None else np.asarray(times)[idx]))
+            a = z
+        if not outs:
+            e = np.empty(0, np.int64)
+            return e, e, e.copy()
+        return tuple(np.concatenate([o[j] for o in outs]) for j in range(3))  # type: ignore[return-value]
+
     def preload(
         self, side: str, seqs: np.ndarray, key: np.ndarray, attrs: np.ndarray, times: np.ndarray | None
     ) -> None:

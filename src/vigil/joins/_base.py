@@ -78,6 +78,20 @@ def distinct_pairs(i: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return i[keep], q[keep]
 
 
+def window_bounds(spec) -> tuple[float, float, float, float]:
+    """(w, dlo) for a left tuple arriving, then for a right one, of a window join: a stored
+    partner with d = t_arriving - T_stored >= 0 qualifies iff dlo <= d < w. ``window: w`` is
+    |r.T - s.T| < w: (w, -inf) both. ``window: [lo, hi]`` is lo <= s.T - r.T <= hi: a right tuple
+    arriving needs d in [lo, hi], a left one d in [-hi, -lo]; the closed upper bound is the open
+    one of the next float up."""
+    win = spec.window
+    if not isinstance(win, list | tuple):
+        return float(win), -INF, float(win), -INF
+    lo, hi = float(win[0]), float(win[1])
+    return (float(np.nextafter(-lo, INF)), (-hi if -hi > 0 else -INF),
+            float(np.nextafter(hi, INF)), (lo if lo > 0 else -INF))
+
+
 class _Index:
     """One sorted part of a side's stored tuples (the layouts of the module docstring)."""
 
@@ -230,6 +244,49 @@ class JoinBase(JoinOperator):
         self._t_last = -INF  # window joins: the newest time stored (inserts must not go below it)
         self._held: dict[str, list[tuple[np.ndarray, ...]]] = {}  # preloaded tuples not merged yet
         self._n_held = 0
+        self.qwin: dict[int, tuple[float, float, float, float]] = {}  # window joins: see side_windows
+
+    def side_windows(self, side: str, qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(w, dlo) of ``qids`` for tuples arriving on ``side``: a pair with a stored partner d = t -
+        T >= 0 older qualifies iff dlo <= d < w (window_bounds); select joins: w = inf, dlo = -inf."""
+        j = 0 if side == "left" else 2
+        wins = [self.qwin.get(i, (INF, -INF, INF, -INF)) for i in qids.tolist()]
+        return (np.array([v[j] for v in wins], np.float64).reshape(len(qids)),
+                np.array([v[j + 1] for v in wins], np.float64).reshape(len(qids)))
+
+    def _probe_checked(self, side, seqs, key, x, t, mode):
+        """``_probe``, and for window queries with a lower bound on d = t - T for this side
+        (asymmetric windows not holding 0) the pairs with d below it removed: the strategies find
+        the pairs with d < w, the lower bound filters them by the partner's time."""
+        lo = {q: v[1 if side == "left" else 3] for q, v in self.qwin.items() if v[1 if side == "left" else 3] > 0}
+        if not lo:
+            return self._probe(side, seqs, key, x, t, mode)
+        q, i, o, _ = self._probe(side, seqs, key, x, t, 0)
+        if len(q):
+            other = self.sides["right" if side == "left" else "left"]
+            sv = other.seqs.view
+            srt = np.argsort(sv, kind="stable")
+            tt = other.t.view[srt[np.searchsorted(sv[srt], o)]]
+            dl = np.array([lo.get(v, -INF) for v in q.tolist()], np.float64)
+            keep = t[i] - tt >= dl
+            q, i, o = q[keep], i[keep], o[keep]
+        if mode == 2:
+            e = np.empty(0, np.int64)
+            return e, e, e, len(q)
+        if mode == 1 and len(q):
+            ui, uq = distinct_pairs(i, q)
+            return uq, ui, np.full(len(ui), -1, np.int64), 0
+        return q, i, o, 0
+
+    def insert_both(self, blocks: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Tuples of both sides in one call (``blocks``: side -> (seqs, key, attrs, times)), exact in
+        the order of their seqs (module ``_batch``)."""
+        blocks = {s: b for s, b in blocks.items() if b is not None and len(b[0])}
+        if len(blocks) < 2:
+            return super().insert_both(blocks)
+        from ._batch import insert_both
+
+        return insert_both(self, blocks)
 
     def retain(self, max_window: float) -> None:
         """Window joins: every query of this operator has window <= ``max_window`` (a query with a
@@ -271,22 +328,27 @@ class JoinBase(JoinOperator):
             lb, rb = spec.range_bounds("left"), spec.range_bounds("right")
             a = next(iter(lb.values()), (-INF, INF))
             c = next(iter(rb.values()), (-INF, INF))
-            w = float(spec.window) if self.kind == "window" else INF
+            win = window_bounds(spec) if self.kind == "window" else (INF, -INF, INF, -INF)
+            w = max(win[0], win[2])
             if w > self.horizon:
                 raise Unsupported(f"window {w:g} exceeds this join group's max_window {self.horizon:g}")
+            self.qwin[qid] = win
             row = (float(a[0]), float(a[1]), float(c[0]), float(c[1]), w)
         self.specs[qid] = spec
         self.q[qid] = row
         self._on_register(qid, row)
         self._dirty = True
+        self._intra_trees = None  # _batch's query trees
 
     def terminate(self, qid: int) -> None:
         qid = int(qid)
         if qid in self.specs:
             del self.specs[qid]
+            self.qwin.pop(qid, None)
             row = self.q.pop(qid)
             self._on_terminate(qid, row)
             self._dirty = True
+            self._intra_trees = None
 
     def _on_register(self, qid: int, row: tuple) -> None:  # dynamic index maintenance hooks
         pass
@@ -368,7 +430,7 @@ class JoinBase(JoinOperator):
             if self._dirty:
                 self._queries_changed()
                 self._dirty = False
-            q, i, o, cnt = self._probe(side, seqs, key, x, t, self.mode)
+            q, i, o, cnt = self._probe_checked(side, seqs, key, x, t, self.mode)
         else:
             q, i, o, cnt = empty, empty, empty, 0
         me.add(seqs, key, x, t)

@@ -83,13 +83,6 @@ class JoinGroup(Group):
         times = cols.get(p["time_column"], "time")[0][r] if p.get("time_column") else None
         return key, attrs, times
 
-    def _sides(self, cols, rows):
-        """Runs (side name, start, end) of ``rows`` on one side."""
-        side = np.where(cols.get("rel", "key")[0][rows] == self.params["left"], 0, 1)
-        cut = np.flatnonzero(np.diff(side)) + 1
-        for a, b in zip(np.r_[0, cut], np.r_[cut, len(rows)], strict=True):
-            yield ("left" if side[a] == 0 else "right"), a, b
-
     def feed(self, cols, rows, seqs, seg):
         if not len(rows):
             return
@@ -101,16 +94,21 @@ class JoinGroup(Group):
                 rows, seqs, late = rows[~late], seqs[~late], (rows[late], seqs[late])
             else:
                 late = None
-        for sname, a, b in self._sides(cols, rows):
-            key, attrs, times = self._tuples(cols, rows[a:b], sname)
-            if times is not None:
-                self.t_last = max(self.t_last, float(times[-1]))
-            q, x, y = self.op.insert(sname, seqs[a:b], key, attrs, times)
-            if len(q):
-                if self.engine.join_output == "affected":
-                    seg.add("affected", q, x)
-                else:
-                    seg.add("join", q, np.maximum(x, y), x, y)
+        side = np.where(cols.get("rel", "key")[0][rows] == self.params["left"], 0, 1)
+        blocks = {}
+        for k, sname in enumerate(("left", "right")):
+            m = side == k
+            if m.any():  # both relations in one operator call, taken in seq order
+                key, attrs, times = self._tuples(cols, rows[m], sname)
+                if times is not None and len(times):
+                    self.t_last = max(self.t_last, float(times[-1]))
+                blocks[sname] = (seqs[m], key, attrs, times)
+        q, x, y = self.op.insert_both(blocks)
+        if len(q):
+            if self.engine.join_output == "affected":
+                seg.add("affected", q, x)
+            else:
+                seg.add("join", q, np.maximum(x, y), x, y)
         if late is not None:
             self.preload(cols, *late)
 

@@ -14,7 +14,8 @@ Semantics (docs/queries.md, ``vigil.joins`` docstring), made precise here. r is 
   lo_c <= r.c <= hi_c and every right range column has lo_c <= s.c <= hi_c (closed; +-inf for
   unbounded). A NaN (NULL) attribute is inside no range, not even an unbounded [null, null] one
   (as SQL's ``A >= -inf AND A <= inf`` is not true for a NULL A).
-* window: select plus |r.T - s.T| < w (float64; NaN times never join).
+* window: select plus |r.T - s.T| < w (float64; NaN times never join); an interval window
+  [lo, hi]: select plus lo <= s.T - r.T <= hi.
 * A tuple inserted at seq t pairs only with stored tuples of the *other* side (all have seq < t),
   and only for queries alive at the moment of the insert (registered before it, not terminated):
   these are the new result pairs the arriving tuple creates. Tuples of one insert call are on the
@@ -136,7 +137,11 @@ class JoinOracle(JoinOperator):
         ok = ok & self._inside(r["attrs"], self.cols["left"], spec.range_bounds("left"))
         ok = ok & self._inside(s["attrs"], self.cols["right"], spec.range_bounds("right"))
         if self.kind == "window":
-            ok = ok & (np.abs(r["time"] - s["time"]) < spec.window)
+            if isinstance(spec.window, list):  # an interval join: lo <= s.T - r.T <= hi
+                d = s["time"] - r["time"]
+                ok = ok & (spec.window[0] <= d) & (d <= spec.window[1])
+            else:
+                ok = ok & (np.abs(r["time"] - s["time"]) < spec.window)
         return ok
 
     # ------------------------------------------------------------------ tuples

@@ -58,7 +58,8 @@ class _Queries:
         self.local = {int(q): j for j, q in enumerate(qids.tolist())}
         self.olo, self.ohi = np.ascontiguousarray(rows[:, ol]), np.ascontiguousarray(rows[:, oh])
         self.mlo, self.mhi = np.ascontiguousarray(rows[:, ml]), np.ascontiguousarray(rows[:, mh])
-        self.w = np.ascontiguousarray(rows[:, 4])
+        # the window for tuples arriving on this side (asymmetric windows differ per side)
+        self.w = np.ascontiguousarray(op.side_windows(side, qids)[0] if op.kind == "window" else rows[:, 4])
         self.boxes = np.stack([self.olo, self.ohi, self.mlo, self.mhi, self.w], 1) if len(qids) else np.empty((0, 5))
 
     def stab_index(self):
