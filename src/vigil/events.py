@@ -34,6 +34,10 @@ OUTPUT_SCHEMA = pa.schema(
         # a late lookup's answer: the position the lookup asked for (``at`` is where it was
         # evaluated); null on every other event
         ("asked_at", pa.int64()),
+        # a join event of a query with ``select``: the selected values of r / s, a JSON object as
+        # text (JSONL: the objects); null on every other event
+        ("left", pa.string()),
+        ("right", pa.string()),
     ]
 )
 
@@ -169,6 +173,9 @@ def output_rows(table: pa.Table) -> list[dict[str, Any]]:
                 d["value"] = None if null else _num(v)
         elif ev == "join":
             d["r"], d["s"] = row["r"], row["s"]
+            for side in ("left", "right"):  # a query with select: the values it selected
+                if row.get(side) is not None:
+                    d[side] = json.loads(row[side])
         elif ev in ("cluster", "cluster_update"):  # notify "cluster" quantile queries: the number in r
             d["cluster"] = row["r"]
             if ev == "cluster_update":

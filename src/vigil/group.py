@@ -112,17 +112,23 @@ class Segment:
         self.parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.reasons: list[tuple[int, str]] = []  # (at, reason) of rejected rows
         self.keys: dict[int, np.ndarray] = {}  # part index -> the outputs' keys (per-key results)
+        self.sel: dict[int, np.ndarray] = {}  # part index -> the join outputs' (left, right) JSON texts
 
-    def add(self, ev: str, qids: np.ndarray, at: np.ndarray, r=None, s=None, value=None, keys=None) -> None:
+    def add(self, ev: str, qids: np.ndarray, at: np.ndarray, r=None, s=None, value=None, keys=None,
+            sel=None) -> None:
         """Outputs ``ev`` of queries ``qids`` at positions ``at`` (arrays of one length); ``r``,
         ``s``: join pairs; ``value``: float64 values (NaN = null), e.g. pushed quantile updates;
-        ``keys``: per-key results' keys (an object array of lists of text, written to ``keys``).
+        ``keys``: per-key results' keys (an object array of lists of text, written to ``keys``);
+        ``sel``: join pairs' selected values (object array [k, 2] of JSON texts or None, written to
+        ``left`` / ``right``).
         Outputs tied on (at, event, query) keep the order they were added in."""
         if len(qids):
             k = len(qids)
             none = np.full(k, -1, np.int64)
             if keys is not None:
                 self.keys[len(self.parts)] = np.asarray(keys, object)
+            if sel is not None:
+                self.sel[len(self.parts)] = sel
             self.parts.append(
                 (EV[ev], np.asarray(qids, np.int64), np.asarray(at, np.int64),
                  none if r is None else np.asarray(r, np.int64), none if s is None else np.asarray(s, np.int64),
@@ -137,19 +143,25 @@ class Segment:
         qs, ts = qs[order], ts[order]
         parts = []
         keys = {}
+        sels = {}
         for i, (ev, qid, at, r, s, v) in enumerate(self.parts):
             pos = np.minimum(np.searchsorted(qs, qid), len(qs) - 1)
             keep = ~((qs[pos] == qid) & (at > ts[pos]))
             kk = self.keys.get(i)
+            ss = self.sel.get(i)
             if not keep.all():
                 qid, at, r, s, v = qid[keep], at[keep], r[keep], s[keep], v[keep]
                 kk = None if kk is None else kk[keep]
+                ss = None if ss is None else ss[keep]
             if len(qid):
                 if kk is not None:
                     keys[len(parts)] = kk
+                if ss is not None:
+                    sels[len(parts)] = ss
                 parts.append((ev, qid, at, r, s, v))
         self.parts = parts
         self.keys = keys
+        self.sel = sels
 
     def table(self, ids: list[str], out_counts: dict[str, int]) -> pa.Table | None:
         """The segment's element outputs and rejected rows, as one table in position order
@@ -169,6 +181,11 @@ class Segment:
                 keys_col = pa.array(kk.tolist(), pa.list_(pa.string()))
             else:
                 keys_col = pa.nulls(len(o), pa.list_(pa.string()))
+            sel_cols = [pa.nulls(len(o), pa.string())] * 2
+            if self.sel:
+                ss = np.concatenate([self.sel.get(i, np.full((len(p[1]), 2), None, object))
+                                     for i, p in enumerate(self.parts)])[o]
+                sel_cols = [pa.array(ss[:, j].tolist(), pa.string()) for j in (0, 1)]
             tables.append(pa.table(
                 {
                     "event": pc.take(_EV_ARROW, pa.array(ev)),
@@ -180,6 +197,8 @@ class Segment:
                     "s": pa.array(np.where(s >= 0, s, 0), pa.int64(), mask=s < 0),
                     "reason": pa.nulls(len(o), pa.string()),
                     "asked_at": pa.nulls(len(o), pa.int64()),
+                    "left": sel_cols[0],
+                    "right": sel_cols[1],
                 },
                 schema=OUTPUT_SCHEMA,
             ))
@@ -191,7 +210,8 @@ class Segment:
                  "at": pa.array([a for a, _ in self.reasons], pa.int64()), "value": pa.nulls(k, pa.float64()),
                  "keys": pa.nulls(k, pa.list_(pa.string())), "r": pa.nulls(k, pa.int64()),
                  "s": pa.nulls(k, pa.int64()), "reason": pa.array([r for _, r in self.reasons], pa.string()),
-                 "asked_at": pa.nulls(k, pa.int64())},
+                 "asked_at": pa.nulls(k, pa.int64()), "left": pa.nulls(k, pa.string()),
+                 "right": pa.nulls(k, pa.string())},
                 schema=OUTPUT_SCHEMA,
             ))
         if len(tables) == 2:  # a rejected row has no outputs at its position: no ties

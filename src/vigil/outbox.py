@@ -56,6 +56,7 @@ class Outbox:
             if keyed:
                 off = len(m.parts)
                 m.keys.update({off + i: k for i, k in s.keys.items()})
+                m.sel.update({off + i: k for i, k in getattr(s, "sel", {}).items()})  # joins' selected values
             m.parts.extend(s.parts)
             m.reasons.extend(s.reasons)
         return m

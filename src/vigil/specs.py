@@ -317,11 +317,18 @@ class _JoinSpec(_Spec):
     left_on: StrictStr = Field(description=(
         "Column of r joined on: a number for band_join, an equality key (compared as text) otherwise."))
     right_on: StrictStr = Field(description="Column of s joined on, as left_on.")
+    select: dict[Literal["left", "right"], list[StrictStr]] | None = Field(None, description=(
+        "Optional: columns of r (`left`) and of s (`right`) to carry in each `join` event, e.g. "
+        "{\"left\": [\"symbol\", \"price\"], \"right\": [\"price\"]}; the event then holds their values "
+        "(`left` / `right` objects; a null value is null). Absent: the event holds the seqs only."))
 
     @model_validator(mode="after")
     def _rels(self):
         if self.left == self.right:
             raise ValueError("right: must name a relation other than left")
+        for side, cs in (self.select or {}).items():
+            if not cs or len(set(cs)) < len(cs) or not all(cs):
+                raise ValueError(f"select: {side} must list distinct, non-empty column names")
         return self
 
     family: ClassVar[str] = "joins"
@@ -330,7 +337,7 @@ class _JoinSpec(_Spec):
         return {self.left: {self.left_on}, self.right: {self.right_on}}
 
     def columns(self) -> set[str]:
-        return set().union(*self.relation_columns().values())
+        return set().union(*self.relation_columns().values(), *(self.select or {}).values())
 
 
 class BandJoinSpec(_JoinSpec):

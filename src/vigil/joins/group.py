@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from ..errors import HistoryRefused
 from ..group import Codes, Cols, Group, monotone
+from .selected import SelectedValues
 
 
 class JoinGroup(Group):
@@ -45,6 +46,8 @@ class JoinGroup(Group):
             self.op.retain(params["max_window"])
         self.codes = Codes()
         self.key_kind = "num" if params["kind"] == "band" else "key"
+        self.sel = SelectedValues()  # the selected columns of the stored rows (queries with select)
+        self.selects: dict[int, dict[str, list[str]]] = {}
 
     def _refs(self, side: str) -> list[tuple[str, str]]:
         p = self.params
@@ -68,6 +71,40 @@ class JoinGroup(Group):
 
     def register(self, qid, spec, start):
         self.op.register(qid, spec)
+        if spec.select:
+            self.selects[qid] = {k: list(v) for k, v in spec.select.items()}
+            self._need()
+
+    def terminate(self, qid):
+        self.op.terminate(qid)
+        if self.selects.pop(qid, None) is not None:
+            self._need()
+
+    def _need(self) -> None:
+        """Keep the columns the alive queries select (new ones read from the engine's history,
+        brought up to the current position first)."""
+        wanted: dict[str, set[str]] = {"left": set(), "right": set()}
+        for sel in self.selects.values():
+            for side, cs in sel.items():
+                wanted[side].update(cs)
+        keep = getattr(self.engine, "_keep_history", None)
+        if keep is not None:
+            keep()
+        self.sel.need({k: sorted(v) for k, v in wanted.items()}, getattr(self.engine, "history", None),
+                      {"left": self.params["left"], "right": self.params["right"]})
+
+    def _with_values(self, q, r, s):
+        """(left, right) JSON texts of the pairs of queries with select (None elsewhere)."""
+        out = np.full((len(q), 2), None, object)
+        for qid in np.unique(q).tolist():
+            sel = self.selects.get(qid)
+            if not sel:
+                continue
+            m = np.flatnonzero(q == qid)
+            for j, (side, seqs) in enumerate((("left", r), ("right", s))):
+                if sel.get(side):
+                    out[m, j] = self.sel.texts(side, seqs[m], sel[side])
+        return out
 
     def _tuples(self, cols, r, sname):
         """(key, attrs, times) of rows ``r`` of side ``sname``."""
@@ -103,12 +140,20 @@ class JoinGroup(Group):
                 if times is not None and len(times):
                     self.t_last = max(self.t_last, float(times[-1]))
                 blocks[sname] = (seqs[m], key, attrs, times)
+                if self.sel:
+                    self.sel.add(sname, seqs[m], cols.table, rows[m])
         q, x, y = self.op.insert_both(blocks)
         if len(q):
             if self.engine.join_output == "affected":
                 seg.add("affected", q, x)
             else:
-                seg.add("join", q, np.maximum(x, y), x, y)
+                sel = self._with_values(q, x, y) if self.selects else None
+                seg.add("join", q, np.maximum(x, y), x, y, sel=sel)
+        if self.sel and getattr(self.op, "horizon", np.inf) < np.inf:
+            for sname in ("left", "right"):  # the rows the operator dropped (max_window)
+                kept = self.op.sides[sname].seqs.view
+                if len(kept):
+                    self.sel.trim(sname, int(kept.min()))
         if late is not None:
             self.preload(cols, *late)
 
@@ -122,6 +167,8 @@ class JoinGroup(Group):
                 if times is not None:
                     self.t_last = max(self.t_last, float(times.max()))
                 self.op.preload(sname, seqs[side == k], key, attrs, times)
+                if self.sel:
+                    self.sel.add(sname, seqs[side == k], cols.table, r)
 
     def bootstrap(self, history) -> None:
         """Store the relations' earlier rows (no query is alive yet, so nothing is output): every
@@ -173,8 +220,14 @@ class JoinGroup(Group):
         return ok
 
     def state(self):
-        return {**super().state(), "codes": self.codes.values}
+        st = {**super().state(), "codes": self.codes.values}
+        if self.selects:
+            st["selects"] = {str(q): v for q, v in self.selects.items()}
+            st["selected"] = self.sel.state()
+        return st
 
     def load(self, s):
         super().load(s)
         self.codes = Codes(s["codes"])
+        self.selects = {int(q): v for q, v in (s.get("selects") or {}).items()}
+        self.sel = SelectedValues.load(s.get("selected"))
