@@ -120,9 +120,26 @@ def _band(q: dict, window: np.ndarray, eps: float) -> tuple[float, float, np.nda
     return float(w[max(1, t - d) - 1]), float(w[min(n, t + d) - 1]), w
 
 
-def check_shapes(log, expected: list[dict], got: list[dict], skip: set[str] = frozenset()) -> None:
-    from .checks import _elements, _starts
+def _starts(log) -> dict[str, int]:
+    return {op["query"]["id"]: op.get("at", 0) for op in log.ops if op.get("op") == "register"}
 
+
+def _elements(log, column: str, rows: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(seq, values, is_element) of every stream row (as vigil.checks: a valid value, not rejected)."""
+    from .events import numeric_column
+
+    seq = log.seqs()
+    vals, bad = numeric_column(log.stream, column)
+    ok = np.ones(len(vals), bool)
+    if bad:
+        ok[list(bad)] = False
+    rej = [r["at"] for r in rows if r["event"] == "rejected" and r["id"] is None and r["at"] is not None]
+    if rej:
+        ok &= ~np.isin(seq, np.array(rej, np.int64))
+    return seq, vals, ok
+
+
+def check_shapes(log, expected: list[dict], got: list[dict], skip: set[str] = frozenset()) -> None:
     specs = {op["query"]["id"]: op["query"] for op in log.ops
              if op.get("op") == "register" and op["query"].get("type") == "quantile" and shaped(op["query"])}
     if not specs:

@@ -13,11 +13,8 @@ import math
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StrictBool,
-    StrictFloat,
     StrictInt,
     StrictStr,
     ValidationError,
@@ -25,92 +22,19 @@ from pydantic import (
     model_validator,
 )
 
-Number = StrictInt | StrictFloat
-Bound = Number | None
-
-
-class SpecError(ValueError):
-    """A spec that cannot be accepted; ``str(err)`` is the reason."""
-
-
-def _finite(x: int | float) -> bool:
-    """math.isfinite, False for an integer beyond float64's range (which it cannot convert)."""
-    try:
-        return math.isfinite(x)
-    except OverflowError:
-        return False
-
-
-def _check_range(v: list, *, open_range: bool = False) -> tuple[float, float]:
-    if len(v) != 2:
-        raise ValueError("a range is [lo, hi] with exactly two bounds (null = unbounded)")
-    lo, hi = v
-    for b in (lo, hi):
-        if b is not None and (isinstance(b, bool) or not isinstance(b, int | float)):
-            raise ValueError(f"range bound {b!r} is not a number")
-        if isinstance(b, float) and math.isnan(b):
-            raise ValueError("range bound is NaN")
-        if isinstance(b, int) and not _finite(b):
-            raise ValueError(f"range bound of {b.bit_length()} bits is beyond float64's range")
-    flo = -math.inf if lo is None else float(lo)
-    fhi = math.inf if hi is None else float(hi)
-    if open_range:
-        if flo >= fhi:
-            raise ValueError(f"inverted or empty open range ({lo}, {hi}): lo must be < hi")
-    elif flo > fhi:
-        raise ValueError(f"inverted range [{lo}, {hi}]: lo must be <= hi")
-    return flo, fhi
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
-
-    id: StrictStr = Field(min_length=1, description=(
-        "The query's name, unique in a run (registering an id seen before is rejected); its events carry it."))
-
-    family: ClassVar[str] = ""
-
-    def columns(self) -> set[str]:
-        """Every stream column this query references."""
-        return set().union(*self.relation_columns().values()) if self.relation_columns() else set()
-
-    def relation_columns(self) -> dict[str | None, set[str]]:
-        """Columns referenced, per relation (None = every row)."""
-        return {None: self.columns()}
-
-    def dump(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
-
-    def dump_json(self) -> str:
-        return self.model_dump_json(exclude_none=True)
-
-
-Where = dict[StrictStr, list[Bound] | StrictStr | StrictInt | StrictFloat]
-
-
-def check_where(v: dict) -> dict:
-    """The `where` language of threshold and window queries: column -> [lo, hi] (a closed range,
-    null = unbounded) or column -> scalar (an equality on a key column, compared as text)."""
-    for col, x in v.items():
-        if isinstance(x, list):
-            try:
-                _check_range(x)
-            except ValueError as e:
-                raise ValueError(f"column {col!r}: {e}") from None
-        elif isinstance(x, float) and not math.isfinite(x):
-            raise ValueError(f"column {col!r}: equality value must be finite")
-    return v
-
-
-def where_keys(where: dict) -> tuple[tuple[str, Any], ...]:
-    """The equality items of a `where`, sorted by column."""
-    return tuple(sorted((c, x) for c, x in where.items() if not isinstance(x, list)))
-
-
-def where_ranges(where: dict) -> tuple[tuple[str, float, float], ...]:
-    """The ranges of a `where` as (column, lo, hi) floats (null = -inf / +inf), sorted by column."""
-    return tuple((c, -math.inf if x[0] is None else float(x[0]), math.inf if x[1] is None else float(x[1]))
-                 for c, x in sorted(where.items()) if type(x) is list)
+from .spec_base import (  # noqa: F401  (re-exported: the specs' API)
+    Bound,
+    Number,
+    SpecError,
+    Where,
+    _check_range,
+    _finite,
+    _Spec,
+    check_where,
+    where_keys,
+    where_ranges,
+)
+from .spec_quantile import QuantileSpec
 
 
 class ThresholdSpec(_Spec):
@@ -317,18 +241,11 @@ class _JoinSpec(_Spec):
     left_on: StrictStr = Field(description=(
         "Column of r joined on: a number for band_join, an equality key (compared as text) otherwise."))
     right_on: StrictStr = Field(description="Column of s joined on, as left_on.")
-    select: dict[Literal["left", "right"], list[StrictStr]] | None = Field(None, description=(
-        "Optional: columns of r (`left`) and of s (`right`) to carry in each `join` event, e.g. "
-        "{\"left\": [\"symbol\", \"price\"], \"right\": [\"price\"]}; the event then holds their values "
-        "(`left` / `right` objects; a null value is null). Absent: the event holds the seqs only."))
 
     @model_validator(mode="after")
     def _rels(self):
         if self.left == self.right:
             raise ValueError("right: must name a relation other than left")
-        for side, cs in (self.select or {}).items():
-            if not cs or len(set(cs)) < len(cs) or not all(cs):
-                raise ValueError(f"select: {side} must list distinct, non-empty column names")
         return self
 
     family: ClassVar[str] = "joins"
@@ -337,7 +254,7 @@ class _JoinSpec(_Spec):
         return {self.left: {self.left_on}, self.right: {self.right_on}}
 
     def columns(self) -> set[str]:
-        return set().union(*self.relation_columns().values(), *(self.select or {}).values())
+        return set().union(*self.relation_columns().values())
 
 
 class BandJoinSpec(_JoinSpec):
@@ -396,42 +313,22 @@ class WindowJoinSpec(SelectJoinSpec):
     then keeps only the tuples a window of that size can still pair (docs/contract.md)."""
 
     type: Literal["window_join"]  # type: ignore[assignment]
-    window: Number | list[Number] = Field(description=(
-        "w > 0, finite: the pairs also satisfy |r.T - s.T| < w; or [lo, hi], finite, lo <= hi (an interval "
-        "join, as Flink's): the pairs satisfy lo <= s.T - r.T <= hi, e.g. [-5, 10]."))
+    window: Number = Field(gt=0, description="w > 0, finite: the pairs also satisfy |r.T - s.T| < w.")
     time_column: StrictStr = Field("ts", description="Time column T of both relations.")
     max_window: Number | None = Field(None, description=(
-        "Optional, >= window (above max(-lo, hi) for [lo, hi]): the largest window of any query of this "
-        "join's group; the group then keeps only the tuples such a window can still pair (bounded memory, "
-        "same outputs)."))
+        "Optional, >= window: the largest window of any query of this join's group; the group then keeps "
+        "only the tuples such a window can still pair (bounded memory, same outputs)."))
 
     @field_validator("window", "max_window")
     @classmethod
     def _w(cls, v):
-        if isinstance(v, list):
-            if len(v) != 2 or not all(_finite(x) for x in v):
-                raise ValueError("must be [lo, hi], two finite numbers")
-            if v[0] > v[1]:
-                raise ValueError(f"inverted interval [{v[0]}, {v[1]}]: lo must be <= hi")
-            return v
         if v is not None and (not _finite(v) or v <= 0):
             raise ValueError("must be a finite number > 0")
         return v
 
-    def reach(self) -> float:
-        """The largest |r.T - s.T| a pair can have (w, or max(-lo, hi) of an interval)."""
-        w = self.window
-        return float(max(-w[0], w[1])) if isinstance(w, list) else float(w)
-
     @model_validator(mode="after")
     def _wmax(self):
-        if self.max_window is None:
-            return self
-        if isinstance(self.window, list):
-            if self.max_window <= self.reach():
-                raise ValueError(f"max_window {self.max_window} must exceed the window's reach {self.reach():g} "
-                                 f"(window {self.window} includes its bounds)")
-        elif self.max_window < self.window:
+        if self.max_window is not None and self.max_window < self.window:
             raise ValueError(f"max_window {self.max_window} is below window {self.window}")
         return self
 
@@ -440,108 +337,6 @@ class WindowJoinSpec(SelectJoinSpec):
         for c in cols.values():
             c.add(self.time_column)
         return cols
-
-
-class QuantileSpec(_Spec):
-    """(phi, epsilon)-approximate quantile over the whole stream or the last ``rows`` elements."""
-
-    type: Literal["quantile"]
-    column: StrictStr = Field(description="Numeric column.")
-    phi: Number | None = Field(None, description=(
-        "In (0, 1]: the target rank is max(1, ceil(phi*N)) of the N elements. Give exactly one of phi "
-        "and rank_of."))
-    rank_of: Number | None = Field(None, description=(
-        "A rank (CDF) query: the answer is the fraction of the window's values <= rank_of, within e of "
-        "the exact fraction (e as for epsilon). Give exactly one of phi and rank_of."))
-    epsilon: Number = Field(description=(
-        "In (0, 1): the answer's rank lies within e*N + 1 of the target, e = max(epsilon, the run's "
-        "--quantile-epsilon)."))
-    rows: StrictInt | None = Field(default=None, ge=1, description=(
-        "Window of the last `rows` elements; absent: every element after registration."))
-    notify: StrictBool | Literal["cluster"] = Field(False, description=(
-        "false: answered on lookup; true: an `update` event whenever the query's value changes; "
-        "\"cluster\": the query follows its cluster's value (`cluster` / `cluster_update` events)."))
-    above: Number | None = Field(None, description=(
-        "An alert: the query pushes `alert` when its value goes above this (value > above) and `clear` "
-        "when it comes back to <= rearm; no other event (docs/contract.md, quantile alerts)."))
-    below: Number | None = Field(None, description=(
-        "An alert the other way: `alert` when the value goes below this (value < below), `clear` when it "
-        "comes back to >= rearm."))
-    rearm: Number | None = Field(None, description=(
-        "Hysteresis of an alert: the value at which it clears and re-arms (above: rearm <= above, below: "
-        "rearm >= below); absent: the alert's own bound."))
-    where: Where | None = Field(None, description=(
-        "Only the matching rows are elements of the query, as threshold queries' `where`: column -> "
-        "scalar, an equality on a key column (compared as text), column -> [lo, hi], a closed range "
-        "(null = unbounded). `rows` then counts matching rows."))
-    group_by: StrictStr | list[StrictStr] | None = Field(None, description=(
-        "Key column(s): one result per key value (compared as text), each over that key's matching rows "
-        "(with `rows`: its last `rows` of them); results carry their key in `keys`."))
-
-    @field_validator("phi")
-    @classmethod
-    def _phi(cls, v):
-        if v is not None and not (0 < v <= 1):
-            raise ValueError(f"must lie in (0, 1], got {v}")
-        return v
-
-    _qwhere = field_validator("where")(classmethod(lambda cls, v: v if v is None else check_where(v)))
-
-    @model_validator(mode="after")
-    def _shape(self) -> QuantileSpec:
-        if (self.phi is None) == (self.rank_of is None):
-            raise ValueError("phi/rank_of: give exactly one of phi (a quantile) or rank_of (a rank)")
-        for name in ("rank_of", "above", "below", "rearm"):
-            x = getattr(self, name)
-            if x is not None and not _finite(x):
-                raise ValueError(f"{name}: must be a finite number")
-        if self.above is not None and self.below is not None:
-            raise ValueError("above/below: give at most one of them")
-        alert = self.above is not None or self.below is not None
-        if self.rearm is not None:
-            if not alert:
-                raise ValueError("rearm: only with above or below")
-            if self.above is not None and self.rearm > self.above:
-                raise ValueError(f"rearm: must be <= above ({self.rearm} > {self.above})")
-            if self.below is not None and self.rearm < self.below:
-                raise ValueError(f"rearm: must be >= below ({self.rearm} < {self.below})")
-        if alert and self.notify:
-            raise ValueError("notify: an alert (above/below) pushes alert/clear events; notify must be false")
-        if alert and self.rank_of is not None:
-            raise ValueError("above/below: alerts are on quantiles (phi), not on rank_of")
-        gb = self.group_keys()
-        if self.group_by is not None and (not gb or len(set(gb)) != len(gb)):
-            raise ValueError("group_by: name one or more distinct key columns")
-        for c in gb:
-            if isinstance((self.where or {}).get(c), list):
-                raise ValueError(f"group_by: {c!r} is a range column of where; group by key columns")
-        if self.where is not None and not self.where:
-            raise ValueError("where: name at least one column")
-        if (self.where is not None or gb) and self.notify == "cluster":
-            raise ValueError("notify: \"cluster\" is not served with where/group_by (use true)")
-        if self.rank_of is not None and self.notify == "cluster":
-            raise ValueError("notify: \"cluster\" is for quantiles (phi); a rank query takes true")
-        return self
-
-    @field_validator("epsilon")
-    @classmethod
-    def _eps(cls, v):
-        if not (0 < v < 1):
-            raise ValueError(f"must lie in (0, 1), got {v}")
-        return v
-
-    family: ClassVar[str] = "quantiles"
-
-    def group_keys(self) -> list[str]:
-        """The group_by columns, as a list."""
-        return [] if self.group_by is None else [self.group_by] if isinstance(self.group_by, str) else list(self.group_by)
-
-    def keyed(self) -> bool:
-        """Does the query read a substream (where or group_by)?"""
-        return self.where is not None or self.group_by is not None
-
-    def columns(self) -> set[str]:
-        return {self.column} | set(self.where or {}) | set(self.group_keys())
 
 
 Spec = Annotated[

@@ -118,9 +118,9 @@ def workload(n: int, nq: int, seed: int = 0):
 
 
 def run(algo: str, x, phi, eps_q, alerts, batch: int) -> tuple[float, int, int]:
-    from .quantiles import _op
+    from .. import registry
 
-    op = _op(algo, 0.005)
+    op = registry.resolve("quantiles", algo)(0.005, None)
     qids = np.arange(len(phi), dtype=np.int64)
     op.register_many(qids, phi, eps_q, 0, notify=True)
     updates = events = 0
