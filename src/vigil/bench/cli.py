@@ -19,7 +19,9 @@ def _bench() -> None:
 @bench_app.command("threshold")
 def threshold(
     preset: str = typer.Option(None, "--preset", help="fig3|fig4|fig5|fig6|fig7|fig8 (paper 000, §8); "
-                               "batch (not in the paper: batch sizes 1..1M, dt/sweep/auto/baselines)"),
+                               "batch (not in the paper: batch sizes 1..1M, dt/sweep/auto/baselines); "
+                               "rearm (not in the paper: 100,000 re-arming queries vs the same without "
+                               "re-arm on fig3's workload; --scale 1 = 100,000 queries, default algo dt)"),
     fit: bool = typer.Option(False, "--fit", help="refit auto's cost model on this machine and install it "
                              "as vigil/threshold/_auto_model.py (the samples go to --out)"),
     scale: float = typer.Option(None, "--scale", help="fraction of the paper's sizes (m, tau, stream); "
@@ -36,10 +38,17 @@ def threshold(
                                  "(default: dt if available, else the best baseline)"),
     points: str = typer.Option(None, "--points", help="override the sweep values (paper scale), comma-separated"),
     no_progress: bool = typer.Option(False, "--no-progress"),
+    reps: int = typer.Option(3, "--reps", help="rearm preset: repetitions of each run (median CPU s)"),
 ) -> None:
     """Range thresholding on streams (paper 000, Qiao, Gan, Tao): Figs. 3-8."""
     from .threshold import PRESETS, run_preset
 
+    if preset == "rearm":
+        from .threshold_rearm import run_rearm
+
+        run_rearm(scale=scale, algos=[a.strip() for a in algos.split(",") if a.strip()] if algos else None,
+                  dim=dim, out=out, batch=batch, seed=seed, reps=reps)
+        return
     if fit:
         from .common import png_path, write_json
         from .threshold_fit import fit_auto_model, plot_winner_map, write_auto_model
