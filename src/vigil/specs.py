@@ -275,6 +275,24 @@ class BandJoinSpec(_JoinSpec):
             raise ValueError(f"inverted band [{v[0]}, {v[1]}]: lo must be <= hi")
         return v
 
+    left_key: StrictStr | None = Field(None, description=(
+        "Optional equality key of r (compared as text), with right_key: the pairs also have r.left_key = "
+        "s.right_key (ON r.symbol = s.symbol AND s.price - r.price BETWEEN lo AND hi)."))
+    right_key: StrictStr | None = Field(None, description="Equality key of s, as left_key (both or neither).")
+
+    @model_validator(mode="after")
+    def _keys(self):
+        if (self.left_key is None) != (self.right_key is None):
+            raise ValueError("left_key and right_key: give both or neither")
+        return self
+
+    def relation_columns(self) -> dict[str | None, set[str]]:
+        cols = super().relation_columns()
+        if self.left_key is not None:
+            cols[self.left].add(self.left_key)
+            cols[self.right].add(self.right_key)
+        return cols
+
 
 def _check_ranges(v: dict) -> dict:
     for col, r in v.items():

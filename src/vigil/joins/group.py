@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from ..errors import HistoryRefused
 from ..group import Codes, Cols, Group, monotone
+from .keyed_band import KeyedBand
 from .selected import SelectedValues
 
 
@@ -23,6 +24,8 @@ class JoinGroup(Group):
     def params_of(spec) -> dict[str, Any]:
         kind = {"band_join": "band", "select_join": "select", "window_join": "window"}[spec.type]
         p = {"kind": kind, "left": spec.left, "right": spec.right, "left_on": spec.left_on, "right_on": spec.right_on}
+        if kind == "band" and spec.left_key is not None:  # keyed band: partitioned by key value
+            p["left_key"], p["right_key"] = spec.left_key, spec.right_key
         if kind != "band":
             p["left_cols"] = sorted(spec.left_range)
             p["right_cols"] = sorted(spec.right_range)
@@ -42,6 +45,8 @@ class JoinGroup(Group):
     def __init__(self, engine, params):
         super().__init__(engine, params)
         self.op = engine.impl("joins")(params["kind"], engine.join_output)
+        if params.get("left_key") is not None:
+            self.op = KeyedBand(engine.impl("joins"), engine.join_output)
         if params.get("max_window") is not None:
             self.op.retain(params["max_window"])
         self.codes = Codes()
@@ -52,6 +57,8 @@ class JoinGroup(Group):
     def _refs(self, side: str) -> list[tuple[str, str]]:
         p = self.params
         refs = [(p[f"{side}_on"], self.key_kind)] + [(c, "num") for c in p.get(f"{side}_cols", [])]
+        if p.get(f"{side}_key") is not None:
+            refs.append((p[f"{side}_key"], "key"))
         if p.get("time_column"):
             refs.append((p["time_column"], "time"))
         return refs
@@ -117,6 +124,8 @@ class JoinGroup(Group):
         attrs = np.empty((len(r), len(names)), np.float64)
         for j, c in enumerate(names):
             attrs[:, j] = cols.get(c, "num")[0][r]
+        if p.get(f"{sname}_key") is not None:  # keyed band: the key's code is the one attribute
+            attrs = self.codes.encode(cols.get(p[f"{sname}_key"], "key")[0][r]).astype(np.float64).reshape(-1, 1)
         times = cols.get(p["time_column"], "time")[0][r] if p.get("time_column") else None
         return key, attrs, times
 
