@@ -413,7 +413,7 @@ def _reason(err: ValidationError) -> str:
 
 _BIG = 2**53
 _INF = math.inf
-_THRESHOLD_FIELDS = frozenset({"id", "type", "where", "weight", "threshold"})
+_THRESHOLD_FIELDS = frozenset({"id", "type", "where", "weight", "threshold", "repeat"})
 
 
 def fast_spec(q: dict) -> tuple[str, tuple, tuple] | None:
@@ -427,7 +427,8 @@ def fast_spec(q: dict) -> tuple[str, tuple, tuple] | None:
     the adapter's ``register_many``. Shapes covered: ``threshold`` specs whose ``where`` holds
     ranges of ints (|v| <= 2^53), finite floats or nulls and equality values that are strings or
     ints (|v| <= 2^53); ``row`` = (lo_1..lo_d, hi_1..hi_d, threshold) over the range columns in
-    sorted order, bounds as floats (null = -inf / +inf). O(size of q)."""
+    sorted order, bounds as floats (null = -inf / +inf), the threshold negated for a re-arming query
+    (``"repeat": true``). O(size of q)."""
     if q.get("type") == "threshold" and type(q["type"]) is str:
         return _fast_threshold(q)
     return None
@@ -437,6 +438,9 @@ def _fast_threshold(q: dict) -> tuple[str, tuple, tuple] | None:
     if not q.keys() <= _THRESHOLD_FIELDS:
         return None
     ident, where, tau, weight = q.get("id"), q.get("where"), q.get("threshold"), q.get("weight")
+    rep = q.get("repeat", False)
+    if type(rep) is not bool:
+        return None
     if type(ident) is not str or not ident or type(where) is not dict or type(tau) is not int \
             or not 1 <= tau <= _BIG or (weight is not None and type(weight) is not str):
         return None
@@ -445,7 +449,7 @@ def _fast_threshold(q: dict) -> tuple[str, tuple, tuple] | None:
         if type(x) is list and len(x) == 2 and type(c) is str:
             lo, hi = x
             if type(lo) is float and type(hi) is float and -_INF < lo <= hi < _INF:
-                return ident, ("threshold", (c,), weight, ()), (lo, hi, tau)
+                return ident, ("threshold", (c,), weight, ()), (lo, hi, -tau if rep else tau)
     cols, los, his, keys = [], [], [], []
     for c, x in where.items():
         if type(c) is not str:
@@ -485,7 +489,7 @@ def _fast_threshold(q: dict) -> tuple[str, tuple, tuple] | None:
         cols, los, his = [cols[i] for i in order], [los[i] for i in order], [his[i] for i in order]
     if len(keys) > 1:
         keys.sort()
-    return ident, ("threshold", tuple(cols), weight, tuple(keys)), (*los, *his, tau)
+    return ident, ("threshold", tuple(cols), weight, tuple(keys)), (*los, *his, -tau if rep else tau)
 
 
 def parse_query(obj: Any, columns: set[str] | dict[str | None, set[str]] | None = None) -> AnySpec:

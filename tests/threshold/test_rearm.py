@@ -256,3 +256,34 @@ def test_engine_repeat_field_and_refusals():
                {"op": "terminate", "at": 5, "id": "r"}, {"op": "terminate", "at": 6, "id": "r"}], batch=2)
     rows = run_log(log, {"threshold": "dt"})
     assert [(r["event"], r["at"]) for r in rows] == [("matured", 2), ("matured", 4)]
+
+
+def test_bench_rearm_preset_smoke(tmp_path):
+    """vigil bench threshold --preset rearm at scale 0.01: three runs per algorithm, every
+    maturity counted, JSON + PNG written."""
+    from rich.console import Console
+
+    from vigil.bench.threshold_rearm import run_rearm
+
+    doc = run_rearm(scale=0.01, algos=["dt", "sweep"], reps=1, out=tmp_path / "r.json", console=Console(quiet=True))
+    assert (tmp_path / "r.json").exists() and (tmp_path / "r.png").exists()
+    res = {r["algo"]: r["extra"] for r in doc["results"]}
+    assert res["dt:once"]["maturities"] == 1000
+    assert res["dt:rearm"]["maturities"] > 10 * 1000  # ~20 per query
+    assert res["dt:rearm"]["maturities"] == res["sweep:rearm"]["maturities"]
+    assert res["dt:reregister"]["maturities"] == res["sweep:reregister"]["maturities"]
+    assert set(doc["params"]["summary"]["dt"]) >= {"rearm/reregister cpu", "rearm/once us_per_maturity"}
+
+
+def test_fast_spec_decodes_repeat():
+    """The bulk registration path (specs.fast_spec): a re-arming query's threshold is negated in its
+    row; a non-boolean repeat is left to pydantic (which rejects it)."""
+    from vigil.specs import fast_spec
+
+    q = {"id": "a", "type": "threshold", "where": {"x": [1.0, 2.0]}, "threshold": 3}
+    assert fast_spec(q)[2] == (1.0, 2.0, 3)
+    assert fast_spec(q | {"repeat": False})[2] == (1.0, 2.0, 3)
+    assert fast_spec(q | {"repeat": True})[2] == (1.0, 2.0, -3)
+    assert fast_spec(q | {"repeat": True, "where": {"x": [1, 2], "k": "a"}})[2] == (1.0, 2.0, -3)
+    for bad in (1, 0, "true", None):
+        assert fast_spec(q | {"repeat": bad}) is None

@@ -49,13 +49,22 @@ class ThresholdGroup(Group):
 
     def register_many(self, qids: list[int], rows: list[tuple], start: int) -> None:
         """Queries as columns: ``rows`` in :func:`vigil.specs.fast_spec`'s layout, (lo_1..lo_d,
-        hi_1..hi_d, threshold) over ``params["cols"]`` (one-shot queries). Buffered like
-        :meth:`register`."""
+        hi_1..hi_d, threshold) over ``params["cols"]``, the threshold negated for a re-arming
+        query. Buffered like :meth:`register`."""
         self._chunk()
         a = np.array(rows, np.float64).reshape(len(qids), -1)
-        self._chunks.append((np.asarray(qids, np.int64), np.hstack([a, np.zeros((a.shape[0], 1))])))
-        if self._rep:
-            self._rep.difference_update(qids)
+        tau = a[:, -1]
+        neg = tau < 0
+        a = np.hstack([a, np.zeros((a.shape[0], 1))])
+        if neg.any():
+            tau = np.abs(tau)
+            a[:, -2] = tau
+            a[:, -1] = np.where(neg, tau, 0.0)
+        self._chunks.append((np.asarray(qids, np.int64), a))
+        if self._rep or neg.any():
+            q = np.asarray(qids, np.int64)
+            self._rep.difference_update(q[~neg].tolist())
+            self._rep.update(q[neg].tolist())
 
     def _chunk(self) -> None:
         """Move the rows buffered one by one into a chunk (order kept)."""
