@@ -287,3 +287,20 @@ def test_fast_spec_decodes_repeat():
     assert fast_spec(q | {"repeat": True, "where": {"x": [1, 2], "k": "a"}})[2] == (1.0, 2.0, -3)
     for bad in (1, 0, "true", None):
         assert fast_spec(q | {"repeat": bad}) is None
+
+
+@pytest.mark.parametrize("dim", [1, 2])
+def test_sweep_sub_batches_rearm(monkeypatch, dim):
+    """Sweep cuts a push into sub-batches (of SUB_MIN while re-arming queries are alive) and keeps
+    the full time halving of each (1D): crossings across and inside sub-batches are exact."""
+    from vigil.threshold import sweep as sweep_mod
+
+    monkeypatch.setattr(sweep_mod, "SUB_MIN", 50)
+    for big in (False, True):
+        qids, lo, hi, tau, rep, pts, w = _workload(8, dim, big=big, n=1500)
+        ref = ThresholdOracle(dim)
+        ref.register(qids, lo, hi, tau, rep)
+        want = _run(ref, pts, w, 1500)
+        op = sweep_mod.Sweep(dim)
+        op.register(qids, lo, hi, tau, rep)
+        assert _run(op, pts, w, [1500, 333]) == want

@@ -27,6 +27,10 @@ alive queries, so a query takes part in O(log m) rebuilds. Terminations and matu
 (the counter is set to a dead value) and a global rebuild purges them when dead entries
 outnumber alive ones. ``scan`` compacts its arrays on the same rule, ``rtree`` re-bulk-loads.
 
+Re-arming queries (``repeat``): at a crossing the kernels reset the counter to the re-arm
+threshold instead of the dead value (scan re-scans the rest of the block for further crossings);
+maturities go to output buffers grown inside the kernels.
+
 All four produce exactly the oracle's output (``vigil.threshold.oracle``): closed ranges,
 infinite bounds, (qid, 0-based offset) sorted by (offset, qid). Registering an alive qid
 replaces it (its weight restarts at 0), as in the oracle. Weights and thresholds are exact in the

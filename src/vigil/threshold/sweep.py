@@ -13,6 +13,13 @@ trap of §3.1 by batching alone: per push,
    candidates are; kernels in ``_sweep_kernels``);
 3. every other alive query keeps its exact remaining threshold ``tau - W``.
 
+Re-arming queries (``repeat``): 1D, the time halving of step 2 is built in full for the
+sub-batch (O(B log B) time and space, sub-batches of ``SUB_MIN`` elements while such queries are
+alive) and each maturity of a re-arming candidate is one O(log B) descent for an absolute target
+(the weight up to its previous maturity plus its threshold: ``_sweep_kernels.rearm_1d``); 2D,
+the elements inside a re-arming candidate's rectangle are walked in time order (O(E log E) for E
+of them: ``rearm_walk``).
+
 A push is processed in consecutive sub-batches of max(2**16, 8 m_alive) elements, so the
 per-query term never dominates and a push whose queries have all matured stops early.
 
@@ -62,12 +69,14 @@ class Sweep(Scan):
             w = w.copy()
             w[bad] = 0
         slots, offs = [], []
+        # re-arming queries alive: sub-batches of SUB_MIN (the 1D halving is kept in full)
+        rearming = bool(self.rep[: self.n][self.live[: self.n]].any())
         for a, b in weight_cuts(w):
             c0 = a
             while c0 < b and self.n_alive > 0:
                 # sub-batches of >= 8 x the alive queries: the per-query term stays below the
                 # per-element one, and a batch whose queries all mature early stops early
-                c1 = min(b, c0 + max(SUB_MIN, 8 * self.n_alive))
+                c1 = min(b, c0 + (SUB_MIN if rearming else max(SUB_MIN, 8 * self.n_alive)))
                 p, o = self._push_part(pts[c0:c1], np.ascontiguousarray(w[c0:c1]))
                 if p.shape[0]:
                     slots.append(p)
@@ -100,7 +109,15 @@ class Sweep(Scan):
             P = np.zeros(B + 1, np.int64)
             np.cumsum(ws, out=P[1:])
             k = K.weights_1d(self.lo, self.hi, self.rem, self.n, xs, P, cand, ca, cb)
-            cand, ca, cb, rp, ro = self._rearm(order, order, w, cand[:k], ca[:k], cb[:k], ca[:k], cb[:k], False)
+            cand, ca, cb = cand[:k], ca[:k], cb[:k]
+            rq = self.rep[cand] > 0
+            rp = ro = _EMPTY_I
+            if rq.any():  # re-arming candidates: every maturity by a descent of the full halving
+                r = np.flatnonzero(rq)
+                rp, ro = K.rearm_1d(order, x, w, P, self.lo, self.hi, self.rem, self.rep, cand[r], ca[r], cb[r],
+                                    r.shape[0])
+                keep = ~rq
+                cand, ca, cb = cand[keep], ca[keep], cb[keep]
             k = cand.shape[0]
             out = np.empty(k, np.int64)
             if k:
@@ -123,9 +140,9 @@ class Sweep(Scan):
         return np.concatenate([cand, rp]), np.concatenate([out, ro])
 
     def _rearm(self, order, yrank, w, cand, ca, cb, cya, cyb, use_y):
-        """Split the candidates: re-arming ones are walked through their elements in time order
-        (``rearm_walk``: every crossing); returns the one-shot candidates (for ``locate_*``) and
-        the re-arming ones' maturities (slots, offsets)."""
+        """2D: split the candidates: re-arming ones are walked through their elements in time
+        order (``rearm_walk``: every crossing); returns the one-shot candidates (for
+        ``locate_2d``) and the re-arming ones' maturities (slots, offsets)."""
         rq = self.rep[cand] > 0
         if not rq.any():
             rp = ro = _EMPTY_I
@@ -136,6 +153,4 @@ class Sweep(Scan):
             keep = ~rq
             cand, ca, cb, cya, cyb = cand[keep], ca[keep], cb[keep], cya[keep], cyb[keep]
         cand, ca, cb = np.ascontiguousarray(cand), np.ascontiguousarray(ca), np.ascontiguousarray(cb)
-        if use_y:
-            return cand, ca, cb, rp, ro, np.ascontiguousarray(cya), np.ascontiguousarray(cyb)
-        return cand, ca, cb, rp, ro
+        return cand, ca, cb, rp, ro, np.ascontiguousarray(cya), np.ascontiguousarray(cyb)
