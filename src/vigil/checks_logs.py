@@ -246,6 +246,13 @@ def join_logs(draw, max_rows: int = 30, output: str = "pairs") -> Log:
             if kind == "window_join":
                 q["window"] = _long(draw, 5 * n, 6)
                 q["time_column"] = "T"
+                if draw(st.booleans()):  # an interval join: lo <= s.T - r.T <= hi
+                    lo = draw(st.integers(-6, 3))
+                    q["window"] = [lo, lo + draw(st.integers(0, 6))]
+        if kind == "band_join" and draw(st.booleans()):  # a band with an equality key
+            q["left_key"] = q["right_key"] = "C"
+        if draw(st.booleans()):  # the event carries these columns' values
+            q["select"] = draw(st.sampled_from([{"left": ["A"]}, {"right": ["C", "T"]}, {"left": ["T", "B"], "right": ["A"]}]))
         return q
 
     return _finish(draw, cols, _ops_strategy(draw, n, make, lookups=False), join_output=output)
@@ -470,8 +477,12 @@ def _gen_joins(rng, n: int, queries: int, lookups: int) -> Log:
                     a, b = sorted(int(x) for x in rng.integers(0, 21, 2))
                     q[side] = {c: [None if rng.random() < 0.15 else a, None if rng.random() < 0.15 else b]}
             if kind == "window_join":
-                q["window"] = _pick(rng, [1, 5, 50, 10**9])
+                q["window"] = _pick(rng, [1, 5, 50, 10**9, [-5, 10], [2, 40], [-30, -1], [0, 0]])
                 q["time_column"] = "T"
+        if kind == "band_join" and rng.random() < 0.3:  # a band with an equality key
+            q["left_key"] = q["right_key"] = "C"
+        if rng.random() < 0.3:  # the event carries these columns' values
+            q["select"] = _pick(rng, [{"left": ["A"]}, {"right": ["C", "T"]}, {"left": ["T", "B"], "right": ["A"]}])
         return q
 
     return _np_finish(rng, cols, _np_ops(rng, n, make, queries or 12, 0), n, join_output=_pick(rng, ["pairs", "affected"]))

@@ -16,6 +16,10 @@ Presets (``--scale F`` multiplies the paper's sizes; default 0.1):
   recomputed every 1,000 elements and every notify query re-answered from it.
 * alerts — quantile alerts (above/below with rearm) on 1M*F queries: alert events against the exact
   crossings and CPU against the same notify queries (:mod:`.quantile_alerts`).
+* sliding — 1,000 queries over 10,000-row windows (eps 0.01) through the engine and the operator,
+  notify and lookups, beside the previous window structure (:mod:`.quantiles_user`; default F = 1).
+* registered — 500 queries registered at 500 distinct positions vs all at one, through the engine,
+  whole-stream and windows, notify and lookups (:mod:`.quantiles_user`; default F = 1).
 * targets — 1M notify queries: casu with 1M*F notify queries on uniform and semisort streams
   (elements/s, query-processing overhead over summary maintenance alone), the KLL re-answer peer on
   the same input, OQC's cluster count against QC_B's.
@@ -47,7 +51,8 @@ import numpy as np
 from ..workloads.quantiles import arrivals, data_stream, query_batches, query_set
 from .common import Result, plot_doc, png_path, print_table, result_doc, write_json
 
-PRESETS = ("fig5", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "peers", "targets", "alerts")
+PRESETS = ("fig5", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "peers", "targets", "alerts",
+           "sliding", "registered")
 EPS = 0.005
 BATCH = 100_000
 
@@ -297,6 +302,10 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
         from .quantile_alerts import run_alerts_preset
 
         return run_alerts_preset(scale, algos, out, seed)
+    if preset in ("sliding", "registered"):  # the user's path: bench/quantiles_user.py
+        from .quantiles_user import run_user_preset
+
+        return run_user_preset(preset, scale, out, seed)
     f = 0.1 if scale is None else float(scale)
     n_q = max(1000, int(2_000_000 * f))
     results: list[Result] = []
