@@ -16,7 +16,7 @@ trap of §3.1 by batching alone: per push,
 Re-arming queries (``repeat``): 1D, the time halving of step 2 is built in full for the
 sub-batch (O(B log B) time and space, sub-batches of ``SUB_MIN`` elements while such queries are
 alive) and each maturity of a re-arming candidate is one O(log B) descent for an absolute target
-(the weight up to its previous maturity plus its threshold: ``_sweep_kernels.rearm_1d``); 2D,
+(the weight up to its previous maturity plus its threshold: ``_sweep_rearm.rearm_1d``); 2D,
 the elements inside a re-arming candidate's rectangle are walked in time order (O(E log E) for E
 of them: ``rearm_walk``).
 
@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _sweep_kernels as K
+from . import _sweep_rearm as R
 from ._limits import weight_cuts
 from .stabbing import Scan, _sorted_out
 
@@ -114,7 +115,7 @@ class Sweep(Scan):
             rp = ro = _EMPTY_I
             if rq.any():  # re-arming candidates: every maturity by a descent of the full halving
                 r = np.flatnonzero(rq)
-                rp, ro = K.rearm_1d(order, x, w, P, self.lo, self.hi, self.rem, self.rep, cand[r], ca[r], cb[r],
+                rp, ro = R.rearm_1d(order, x, w, P, self.lo, self.hi, self.rem, self.rep, cand[r], ca[r], cb[r],
                                     r.shape[0])
                 keep = ~rq
                 cand, ca, cb = cand[keep], ca[keep], cb[keep]
@@ -148,7 +149,7 @@ class Sweep(Scan):
             rp = ro = _EMPTY_I
         else:
             r = np.flatnonzero(rq)
-            rp, ro = K.rearm_walk(order, yrank, w, self.rem, self.rep, cand[r], ca[r], cb[r], cya[r], cyb[r],
+            rp, ro = R.rearm_walk(order, yrank, w, self.rem, self.rep, cand[r], ca[r], cb[r], cya[r], cyb[r],
                                   r.shape[0], use_y)
             keep = ~rq
             cand, ca, cb, cya, cyb = cand[keep], ca[keep], cb[keep], cya[keep], cyb[keep]
