@@ -79,6 +79,17 @@ COMPILES = [
     ("SELECT /*+ MAX_WINDOW(60) */ * FROM buy r JOIN sell s ON r.symbol = s.symbol AND ABS(r.ts - s.ts) < 10",
      {"type": "window_join", "left": "buy", "right": "sell", "left_on": "symbol", "right_on": "symbol",
       "window": 10, "time_column": "ts", "max_window": 60}),
+    ("SELECT * FROM buy r JOIN sell s ON r.symbol = s.symbol AND s.price - r.price BETWEEN -1 AND 1",
+     {"type": "band_join", "left": "buy", "right": "sell", "left_on": "price", "right_on": "price",
+      "left_key": "symbol", "right_key": "symbol", "band": [-1, 1]}),
+    ("SELECT r.symbol, r.price, s.price FROM buy r JOIN sell s ON r.symbol = s.symbol "
+     "AND s.ts BETWEEN r.ts - 5 AND r.ts + 10 WHERE r.price BETWEEN 100 AND 105",
+     {"type": "window_join", "left": "buy", "right": "sell", "left_on": "symbol", "right_on": "symbol",
+      "select": {"left": ["symbol", "price"], "right": ["price"]}, "left_range": {"price": [100, 105]},
+      "window": [-5, 10], "time_column": "ts"}),
+    ("SELECT s.price FROM buy r JOIN sell s ON r.symbol = s.symbol AND ABS(r.ts - s.ts) < 3",
+     {"type": "window_join", "left": "buy", "right": "sell", "left_on": "symbol", "right_on": "symbol",
+      "select": {"right": ["price"]}, "window": 3, "time_column": "ts"}),
 ]
 
 
@@ -134,7 +145,7 @@ REFUSED = [
     ("SELECT * FROM buy r JOIN sell s ON s.a BETWEEN r.a AND r.b + 1", "a band is s.col BETWEEN r.col + lo"),
     ("SELECT * FROM buy r JOIN sell s ON s.a BETWEEN s.b AND s.b + 1", "a band is s.col BETWEEN r.col + lo"),
     ("SELECT * FROM buy r JOIN sell s ON r.a >= 1", "needs a join condition"),
-    ("SELECT r.a FROM buy r JOIN sell s ON r.a = s.a", "SELECT *"),
+    ("SELECT r.a + 1 FROM buy r JOIN sell s ON r.a = s.a", "SELECT *"),
     ("SELECT * FROM buy [ROWS 5] r JOIN sell s ON r.a = s.a", "no window brackets"),
     ("SELECT * FROM buy r [ROWS 5] JOIN sell s ON r.a = s.a", "must follow a table name"),
     ("SELECT * FROM buy r JOIN sell s ON r.a = s.a WHERE a >= 1", "qualify it"),

@@ -425,8 +425,10 @@ def _join(sel: exp.Select, wins: list, hints: dict) -> dict[str, Any]:
         raise SqlError("a join has no window brackets: its time condition is ABS(r.ts - s.ts) < w in ON/WHERE")
     if sel.args.get("group") or sel.args.get("having"):
         raise SqlError("a join query has no GROUP BY or HAVING")
-    if len(sel.expressions) != 1 or not isinstance(sel.expressions[0], exp.Star):
-        raise SqlError("a join query is SELECT * (its output is the matching pairs)")
+    star = len(sel.expressions) == 1 and isinstance(sel.expressions[0], exp.Star)
+    if not star and not all(_col(e) for e in sel.expressions):
+        raise SqlError("a join query is SELECT * (the matching pairs) or SELECT r.col, s.col, ... (the pairs "
+                       "with those columns' values)")
     tables = [sel.args["from_" if "from_" in sel.args else "from"].this, j.this]
     if not all(isinstance(t, exp.Table) for t in tables):
         raise SqlError("a join joins two relations by name")
@@ -444,18 +446,18 @@ def _join(sel: exp.Select, wins: list, hints: dict) -> dict[str, Any]:
             raise SqlError(f"column {c.sql()!r}: qualify it with a relation of the join ({', '.join(alias)})")
         return s
 
-    on = band = window = None
+    on = band = window = eq = None
     sel_ranges: dict[str, list] = {"left": [], "right": []}
     for c in conds:
         a, b = (c.this, c.expression) if isinstance(c, exp.Binary) else (c.this, None)
         if isinstance(c, exp.EQ) and _col(a) and _col(b):
             pair = {side(a): a.name, side(b): b.name}
-            if len(pair) != 2 or on is not None:
+            if len(pair) != 2 or eq is not None:
                 raise SqlError(f"{c.sql()!r}: one join condition r.col = s.col between the two relations")
-            on = (pair["left"], pair["right"])
+            eq = (pair["left"], pair["right"])
         elif isinstance(c, exp.Between) and isinstance(a, exp.Sub) and _col(a.this) and _col(a.expression):
-            if on is not None or band is not None:
-                raise SqlError(f"{c.sql()!r}: one join condition (= or a band)")
+            if band is not None:
+                raise SqlError(f"{c.sql()!r}: one band condition")
             x, y = a.this, a.expression
             lo, hi = _num(c.args["low"], "band"), _num(c.args["high"], "band")
             if (side(x), side(y)) == ("right", "left"):
@@ -466,7 +468,7 @@ def _join(sel: exp.Select, wins: list, hints: dict) -> dict[str, Any]:
                 raise SqlError(f"{c.sql()!r}: a band is s.col - r.col BETWEEN lo AND hi")
         elif isinstance(c, exp.Between) and _col(a) and _shifted(c.args["low"]) and _shifted(c.args["high"]):
             (y, lo), (y2, hi) = _shifted(c.args["low"]), _shifted(c.args["high"])
-            if on is not None or band is not None or y.name != y2.name or y.table != y2.table \
+            if band is not None or y.name != y2.name or y.table != y2.table \
                     or {side(a), side(y)} != {"left", "right"}:
                 raise SqlError(f"{c.sql()!r}: a band is s.col BETWEEN r.col + lo AND r.col + hi, one join condition")
             on, band = ((y.name, a.name), [lo, hi]) if side(a) == "right" else ((a.name, y.name), [-hi, -lo])
@@ -483,17 +485,29 @@ def _join(sel: exp.Select, wins: list, hints: dict) -> dict[str, Any]:
                 raise SqlError(f"join condition {c.sql()!r} is not supported: r.col = s.col, "
                                "s.col - r.col BETWEEN lo AND hi, ABS(r.ts - s.ts) < w or a range on one side")
             sel_ranges[side(col)].append(c)
-    if on is None:
+    if on is None and eq is None:
         raise SqlError("a join needs a join condition: r.col = s.col or s.col - r.col BETWEEN lo AND hi")
-    spec: dict[str, Any] = {"left": rels[0], "right": rels[1], "left_on": on[0], "right_on": on[1]}
     ranges = {k: _ranges(v, f"{k} selection", closed=True) for k, v in sel_ranges.items()}
     for k, r in ranges.items():
         if any(not isinstance(x, list) for x in r.values()):
             raise SqlError(f"{k} selection: a join's selections are ranges (BETWEEN, >=, <=), not equalities")
+    picked: dict[str, list[str]] = {}
+    for e in ([] if star else sel.expressions):
+        picked.setdefault(side(e), []).append(e.name)
+    extra = {"select": picked} if picked else {}
+    if band is not None and eq is not None and (window is not None or any(ranges.values())):
+        # r.k = s.k AND s.ts - r.ts BETWEEN lo AND hi with selections: an interval window join on ts
+        if on[0] != on[1] or window is not None:
+            raise SqlError("an interval join's time condition names one time column of both relations")
+        window, band = ([band[0], band[1]], on[0]), None
     if band is not None:
         if window is not None or any(ranges.values()):
             raise SqlError("a band join has no selections or time window")
-        return {"type": "band_join", **spec, "band": band}
+        spec: dict[str, Any] = {"left": rels[0], "right": rels[1], "left_on": on[0], "right_on": on[1]}
+        if eq is not None:  # a band with an equality key
+            spec.update(left_key=eq[0], right_key=eq[1])
+        return {"type": "band_join", **spec, "band": band, **extra}
+    spec = {"left": rels[0], "right": rels[1], "left_on": eq[0], "right_on": eq[1], **extra}
     if ranges["left"]:
         spec["left_range"] = ranges["left"]
     if ranges["right"]:
