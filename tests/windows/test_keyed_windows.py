@@ -189,3 +189,16 @@ def test_replay_and_monitor_agree(tmp_path):
     m2.push(TRADES.slice(6))
     assert m2.lookup("a") == 11  # the last 3 AAPL prices: 11, 8, 7
     assert m2.lookup("g") == {"AAPL": 15, "GOOG": 99, "MSFT": 101}
+
+
+@pytest.mark.timeout(600)
+def test_bench_keyed_preset_smoke(tmp_path):
+    """vigil bench windows --preset keyed at its smallest size: every run, JSON and PNG written."""
+    from vigil.bench.windows import run_preset
+
+    doc = run_preset("keyed", scale=0.01, out=tmp_path / "k.json", batches=[50_000])
+    assert [r["algo"] for r in doc["results"]] == ["engine_where", "engine_group_by", "op_shared", "op_per_query"]
+    assert (tmp_path / "k.png").exists()
+    by = {r["algo"]: r["extra"] for r in doc["results"]}
+    assert by["engine_where"]["queries"] == 100_000 and by["engine_group_by"]["queries"] == 10
+    assert by["op_shared"]["nbytes"] < by["op_per_query"]["nbytes"]

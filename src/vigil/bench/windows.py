@@ -9,6 +9,8 @@ fig10     §6.2, Fig. 10: update rate vs N_max (R-INT SUM, B-INT MAX, B-INT-QNT,
 fig11     §6.2, Fig. 11: lookup rate vs window width W at N_max = 100,000, suffix and historical
           windows (slickdeque: suffix only); peers: DuckDB and bottleneck per lookup batch
 fig12     §6.3 substream filters: dispatched to ``vigil.bench.substream`` (another module)
+keyed     per-key windows (``where`` / ``group_by``), 10,000 keys x 10 queries, engine path vs one
+          window per query: ``vigil.bench.windows_keyed``
 ========  =====================================================================================
 
 Every algorithm of a point runs in this process on the same generated input, one after another,
@@ -73,6 +75,10 @@ PRESETS: dict[str, Preset] = {
                      "duckdb_sum", "duckdb_max", "duckdb_quantile", "bottleneck_sum", "bottleneck_max"),
                     "R-INT ~10^7 lookups/s at every W; B-INT falls slowly with log W; B-INT-QNT ~22,000/s at "
                     "W = 100,000"),
+    "keyed": Preset("keyed", "per-key windows: 10,000 keys x 10 SUM/MAX queries (where and group_by)",
+                    ("engine_where", "engine_group_by", "op_shared", "op_per_query"),
+                    "per substream (§3): queries sharing a key share its structure; target >= 1M elements/s "
+                    "on the engine path, memory linear in keys x window", default_scale=0.2),
 }
 
 FIG9_FRACTIONS = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
@@ -395,6 +401,10 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
     p = PRESETS[preset]
+    if preset == "keyed":
+        from .windows_keyed import run_preset as run_keyed
+
+        return run_keyed(scale, algos, out, batches, seed, title=p.title, paper=p.paper)
     scale = p.default_scale if scale is None else float(scale)
     algos = list(algos or p.algos)
     batches = tuple(batches or DEFAULT_BATCHES[preset])

@@ -30,6 +30,16 @@ Implementations (``vigil.registry.IMPLEMENTATIONS["windows"]``; ``auto`` is the 
 element-side state). An aggregate or window an implementation cannot serve raises
 ``vigil.errors.Unsupported`` in ``register`` with the reason.
 
+Keyed window aggregates (queries with ``where`` / ``group_by``) go to ``keyed_group.KeyedWindowGroup``
+(one per (agg, column, time column, key columns, ranges)) and its operator ``keyed.KeyedWindows``
+(one shared structure per key, whatever ``--algo windows=NAME`` except ``oracle``, which selects
+the exact ``oracle.KeyedOracle``):
+
+    op.register(qid, spec, start, key) # key: the query's key code, or -1 (group_by: every key)
+    op.push(values, seqs, times, codes)   # codes: int64 key code per row, -1 = kept by no key
+    op.lookup(qids, n, t_now) -> float64[k]               # keyed queries
+    op.lookup_group(qid, keys, t_now) -> (codes, values)  # a group_by query over candidate keys
+
 SubstreamOperator protocol (one instance per (key column, value column, agg, time column)):
 
     op = Impl(agg)                     # count | sum

@@ -45,15 +45,6 @@ def _blk(kind, ev, off, cap, first, k0):
 
 
 @numba.njit(cache=True, nogil=True)
-def _grow(arr, need):
-    if need <= len(arr):
-        return arr
-    out = np.empty(max(need, 2 * len(arr)), arr.dtype)
-    out[:len(arr)] = arr
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
 def push(codes, vals, seqs, times, timed, span, bkind, need, off, cap, cnt, low, boff, ev, es, et, bv, tops):
     """Append the rows with codes[i] >= 0 to their keys' rings (codes: key codes, -1 = not kept);
     ``span``: the largest time span of the group's queries (time windows); ``need[k]``: the largest
@@ -76,11 +67,11 @@ def push(codes, vals, seqs, times, timed, span, bkind, need, off, cap, cnt, low,
                     grow = cp < need[k]
             if grow:
                 nc = 4 if cp == 0 else 2 * cp
+                nb = nc >> LOG_B if bkind >= 0 and nc >= B else 0
+                if tops[0] + nc > len(ev) or tops[1] + nb > len(bv):  # full: compact into new arenas
+                    ev, es, et, bv, e, b = compact(off, cap, cnt, boff, ev, es, et, bv, timed, bkind, nc, nb)
+                    tops[0], tops[1], tops[2], tops[3] = e, b, 0, 0
                 no = tops[0]
-                ev = _grow(ev, no + nc)
-                es = _grow(es, no + nc)
-                if timed:
-                    et = _grow(et, no + nc)
                 for j in range(low[k], c):
                     src = off[k] + (j & (cp - 1))
                     dst = no + (j & (nc - 1))
@@ -92,14 +83,12 @@ def push(codes, vals, seqs, times, timed, span, bkind, need, off, cap, cnt, low,
                 tops[2] += cp
                 off[k] = no
                 cap[k] = nc
-                if bkind >= 0 and nc >= B:
-                    nb = nc >> LOG_B
+                if nb:
                     bo = tops[1]
-                    bv = _grow(bv, bo + nb)
                     for j in range((low[k] + B - 1) >> LOG_B, c >> LOG_B):
                         bv[bo + (j & (nb - 1))] = _blk(bkind, ev, no, nc, j << LOG_B, 0)
                     tops[1] = bo + nb
-                    tops[3] += cp >> LOG_B
+                    tops[3] += cp >> LOG_B if cp >= B else 0
                     boff[k] = bo
                 cp = nc
         p = off[k] + (c & (cp - 1))
@@ -117,18 +106,22 @@ def push(codes, vals, seqs, times, timed, span, bkind, need, off, cap, cnt, low,
 
 
 @numba.njit(cache=True, nogil=True)
-def compact(off, cap, cnt, boff, ev, es, et, bv, timed, bkind):
-    """The arenas without dead slots (keys in code order); updates off / boff in place."""
+def compact(off, cap, cnt, boff, ev, es, et, bv, timed, bkind, room, broom):
+    """The arenas without dead slots (keys in code order), with room for ``room`` more elements
+    and ``broom`` more blocks (and a half of the live size more: amortized O(1) copies per
+    element); updates off / boff in place. Returns (ev, es, et, bv, element top, block top)."""
     tot = 0
     btot = 0
     for k in range(len(off)):
         tot += cap[k]
         if bkind >= 0 and cap[k] >= B:
             btot += cap[k] >> LOG_B
-    nev = np.empty(max(tot, 1), np.float64)
-    nes = np.empty(max(tot, 1), np.int64)
-    net = np.empty(max(tot, 1) if timed else 1, np.float64)
-    nbv = np.empty(max(btot, 1), np.float64)
+    size = max(tot + room, tot + tot // 2, 64)
+    bsize = max(btot + broom, btot + btot // 2, 8)
+    nev = np.empty(size, np.float64)
+    nes = np.empty(size, np.int64)
+    net = np.empty(size if timed else 1, np.float64)
+    nbv = np.empty(bsize, np.float64)
     o = 0
     bo = 0
     for k in range(len(off)):

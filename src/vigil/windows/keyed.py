@@ -134,7 +134,7 @@ class KeyedWindows:
         n = self.nkeys
         off, boff = self.off[:n], self.boff[:n]
         self.ev, self.es, self.et, self.bv, e, b = K.compact(
-            off, self.cap[:n], self.cnt[:n], boff, self.ev, self.es, self.et, self.bv, self.time_based, self.bkind)
+            off, self.cap[:n], self.cnt[:n], boff, self.ev, self.es, self.et, self.bv, self.time_based, self.bkind, 0, 0)
         self.tops[:] = (e, b, 0, 0)
 
     # ------------------------------------------------------------------ lookups

@@ -49,29 +49,41 @@ class KeyedWindowGroup(Group):
         self.op = cls(params["agg"], params["time_column"] is not None)
         self.kc: list[str] = list(params["keys"])
         self.token = str(next(_TOKENS))
+        self._ver = 0  # bumped when the keys read change (visibility cache)
         self.texts: list[str] = []  # code -> key text
         self.code: dict[str, int] = {}
         self.known = pa.array([], pa.string())
-        self.wanted = np.zeros(0, np.int64)  # code -> queries reading it (keyed + matching group_by)
+        self._w = np.zeros(0, np.int64)  # capacity of wanted
+        self.wanted = self._w  # code -> queries reading it (keyed + matching group_by)
         self.n_all = 0  # group_by queries without equalities: every key is read
         self.gq: dict[int, tuple[list, list[int]]] = {}  # group_by qid -> ([(key pos, text)], report pos)
+        self._rep_cache: dict[tuple, tuple] = {}  # report positions -> (keys known, key texts, rank)
 
     def time_column(self):
         return self.params["time_column"]
 
     # ------------------------------------------------------------------ keys
     def _add(self, new: list[str]) -> None:
+        self._ver += 1
         k0 = len(self.texts)
         self.texts.extend(new)
         self.code.update((t, k0 + i) for i, t in enumerate(new))
-        self.known = pa.array(self.texts, pa.string())
-        w = np.zeros(len(self.texts), np.int64)
-        w[:k0] = self.wanted[:k0]
+        n = len(self.texts)
+        if n > len(self._w):  # capacity doubles: O(1) amortized per new key
+            w = np.zeros(max(n, 2 * len(self._w), 16), np.int64)
+            w[:k0] = self._w[:k0]
+            self._w = w
+        self.wanted = self._w[:n]
         for fx, _ in self.gq.values():
             if fx:
-                w[k0:] += self._match(fx, k0)
-        self.wanted = w
-        self.op.keys(len(self.texts))
+                self.wanted[k0:] += self._match(fx, k0)
+        self.op.keys(n)
+
+    def _known(self) -> pa.Array:
+        """The known key texts as an Arrow array (rebuilt only when keys were added)."""
+        if len(self.known) != len(self.texts):
+            self.known = pa.array(self.texts, pa.string())
+        return self.known
 
     def _match(self, fx: list, k0: int = 0) -> np.ndarray:
         """Which keys (codes >= k0) have the texts fx = [(pos, text)] at those positions."""
@@ -104,11 +116,11 @@ class KeyedWindowGroup(Group):
                         a = pa.nulls(n, pa.string())
                 arrs.append(a)
             arr = arrs[0] if len(arrs) == 1 else pc.binary_join_element_wise(*arrs, SEP)
-            idx = pc.index_in(arr, value_set=self.known)
+            idx = pc.index_in(arr, value_set=self._known())
             new = pc.and_(pc.is_null(idx), pc.is_valid(arr))
             if pc.any(new).as_py():
                 self._add(pc.unique(pc.filter(arr, new)).to_pylist())
-                idx = pc.index_in(arr, value_set=self.known)
+                idx = pc.index_in(arr, value_set=self._known())
             codes = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), np.int64)
         cols.cache[ck] = (codes, {})
         return codes
@@ -126,8 +138,11 @@ class KeyedWindowGroup(Group):
         refs += [(c, "num") for c, _, _ in p["ranges"]]
         if self.n_all:
             out = [(None, refs + [(c, "key") for c in self.kc])]
-        else:
-            out = [(self._read(self._encode(cols)[idx]), refs)]
+        else:  # the rows of the keys read, over the whole batch once per set of queries
+            ck = ("\x00keyed-read", self.token + ":" + str(self._ver))
+            if ck not in cols.cache:
+                cols.cache[ck] = (self._read(self._encode(cols)), {})
+            out = [(cols.cache[ck][0][idx], refs)]
         if p["time_column"]:
             out.append((None, [(p["time_column"], "time")]))
         return out
@@ -148,6 +163,7 @@ class KeyedWindowGroup(Group):
 
     # ------------------------------------------------------------------ queries
     def register(self, qid: int, spec: Any, start: int) -> None:
+        self._ver += 1
         fixed = dict(where_keys(spec.where or {}))
         gb = spec.group_keys()
         if not gb:
@@ -164,6 +180,7 @@ class KeyedWindowGroup(Group):
             self.n_all += 1
 
     def terminate(self, qid: int) -> None:
+        self._ver += 1
         qid = int(qid)
         g = self.gq.pop(qid, None)
         if g is None:
@@ -187,14 +204,23 @@ class KeyedWindowGroup(Group):
                 fx, rep = self.gq[q]
                 cand = np.flatnonzero(self._match(fx)) if fx else np.arange(len(self.texts))
                 codes, vals = self.op.lookup_group(q, cand, self.t_last)
-                keys = [self._report(self.texts[k], rep) for k in codes.tolist()]
-                out[i] = (PerKey(sorted(zip(keys, vals.tolist(), strict=True))), None)
+                keys, rank = self._reports(rep)
+                o = np.argsort(rank[codes], kind="stable")
+                out[i] = (PerKey(zip([keys[k] for k in codes[o].tolist()], vals[o].tolist(), strict=True)), None)
         return out
 
-    def _report(self, text: str, rep: list[int]) -> list[str]:
-        """The texts of a key's group_by columns."""
-        parts = text.split(SEP) if len(self.kc) > 1 else [text]
-        return [parts[i] for i in rep]
+    def _reports(self, rep: list[int]) -> tuple[list[list[str]], np.ndarray]:
+        """Per key code, the texts of its group_by columns ``rep``, and each code's rank in their
+        order (cached until new keys arrive)."""
+        ck = (tuple(rep), len(self.texts))
+        if self._rep_cache.get(ck[0], (None,))[0] != ck[1]:
+            parts = [t.split(SEP) for t in self.texts] if len(self.kc) > 1 else [[t] for t in self.texts]
+            keys = [[p[i] for i in rep] for p in parts]
+            rank = np.empty(len(keys), np.int64)
+            rank[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+            self._rep_cache[ck[0]] = (ck[1], keys, rank)
+        _, keys, rank = self._rep_cache[ck[0]]
+        return keys, rank
 
     # ------------------------------------------------------------------ snapshots
     def state(self):
@@ -206,7 +232,8 @@ class KeyedWindowGroup(Group):
         self.texts = list(s["texts"])
         self.code = {t: i for i, t in enumerate(self.texts)}
         self.known = pa.array(self.texts, pa.string())
-        self.wanted = np.array(s["wanted"], np.int64)
+        self._w = np.array(s["wanted"], np.int64)
+        self.wanted = self._w[:]
         self.n_all = int(s["n_all"])
         self.gq = {int(q): ([(int(i), x) for i, x in fx], [int(r) for r in rep]) for q, fx, rep in s["gq"]}
         self.op.keys(len(self.texts))
