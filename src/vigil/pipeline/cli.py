@@ -213,8 +213,10 @@ def demo(
     for value, lo, opt in ((rows, 1, "--rows"), (files, 1, "--files"), (queries, 0, "--queries"), (shards, 1, "--shards")):
         cu.at_least(value, lo, opt)
     cu.one_of(mode, ("driver", "sharded"), "--mode")
+    from vigil.workloads.trades import SHAPES
+
     kinds = ("threshold", "threshold_key", "window", "substream", "quantile", "select_join", "window_join", "band_join",
-             "select", "band")  # what vigil.workloads.trades.trade_queries selects by
+             *SHAPES, "interval_join", "select", "band")  # what vigil.workloads.trades.trade_queries selects by
     bad = [f for f in family or [] if f not in kinds]
     if bad:
         raise cu.UserError(f"--family {bad[0]!r}: expected one of {', '.join(kinds[:-2])}")

@@ -70,6 +70,12 @@ def trades(n: int, n_symbols: int = 50, seed: int = 0, start: int = 0, zipf_a: f
     return t if with_rel else t.drop_columns(["rel"])
 
 
+# the query shapes users ask for beyond the papers' (docs/queries.md): per-key windows, re-arming
+# thresholds, quantile alerts, per-key quantiles, rank queries (and, with joins, interval joins
+# that carry columns); a ``families`` filter names them to include them
+SHAPES = ["keyed_window", "repeat_threshold", "alert_quantile", "keyed_quantile", "rank_quantile"]
+
+
 def trade_queries(n_rows: int, n_queries: int = 200, n_symbols: int = 50, seed: int = 1,
                   lookups: int = 20, families: tuple[str, ...] | None = None,
                   joins: bool = True) -> list[dict]:
@@ -82,11 +88,11 @@ def trade_queries(n_rows: int, n_queries: int = 200, n_symbols: int = 50, seed: 
     px = {s: float(np.median(np.asarray(ref.column("price"))[np.asarray(ref.column("symbol").to_pylist()) == s]))
           if s in set(ref.column("symbol").to_pylist()) else 100.0 for s in syms}
     kinds = ["threshold_key", "threshold", "window", "substream", "quantile"] + (
-        ["select_join", "window_join", "band_join"] if joins else [])
+        ["select_join", "window_join", "band_join"] if joins else []) + SHAPES + (["interval_join"] if joins else [])
     if families:
         kinds = [k for k in kinds if k.split("_")[0] in families or k in families]
     weights = {"threshold_key": 5, "threshold": 3, "window": 2, "substream": 1, "quantile": 1,
-               "select_join": 0, "window_join": 1, "band_join": 0}
+               "select_join": 0, "window_join": 1, "band_join": 0, **dict.fromkeys(SHAPES, 0.5), "interval_join": 0.5}
     w = np.array([weights[k] for k in kinds], float)
     w /= w.sum()
     ops: list[dict] = []
@@ -97,10 +103,28 @@ def trade_queries(n_rows: int, n_queries: int = 200, n_symbols: int = 50, seed: 
         qid = f"{kind}-{i}"
         s = syms[min(int(rng.zipf(1.3)) - 1, n_symbols - 1)]
         p0 = px[s]
-        if kind == "threshold_key":
+        if kind in ("threshold_key", "repeat_threshold"):  # repeat: an alert every tau shares
             lo = round(p0 * (1 + rng.uniform(-0.03, 0.0)), 2)
             q = {"type": "threshold", "where": {"symbol": s, "price": [lo, round(lo + p0 * 0.03, 2)]},
                  "weight": "shares", "threshold": int(rng.integers(2_000, 60_000))}
+            if kind == "repeat_threshold":
+                q["repeat"] = True
+        elif kind == "keyed_window":  # "max price of the last 50 AAPL trades", or per symbol
+            q = {"type": "window_aggregate", "agg": ["sum", "max", "avg"][int(rng.integers(0, 3))],
+                 "column": "price" if rng.random() < 0.6 else "shares", "rows": [int(rng.integers(5, 500)), 0]}
+            if rng.random() < 0.5:
+                q["where"] = {"symbol": s}
+            else:
+                q["group_by"] = "symbol"
+        elif kind in ("alert_quantile", "keyed_quantile", "rank_quantile"):
+            q = {"type": "quantile", "column": "price", "epsilon": 0.01, "rows": int(rng.integers(500, 5000))}
+            if kind == "alert_quantile":  # the p90 price of a symbol over its last trades crosses a level
+                q.update(phi=0.9, where={"symbol": s}, above=round(p0 * float(rng.uniform(0.99, 1.01)), 2),
+                         rearm=round(p0 * 0.985, 2))
+            elif kind == "keyed_quantile":  # the median price of each symbol's last trades
+                q.update(phi=0.5, group_by="symbol")
+            else:  # the fraction of recent trades at or below a price
+                q.update(rank_of=round(p0, 2), where={"symbol": s})
         elif kind == "threshold":
             lo = round(4500 + rng.uniform(-20, 10), 1)
             q = {"type": "threshold", "where": {"nasdaq": [lo, lo + round(rng.uniform(5, 30), 1)],
@@ -133,6 +157,12 @@ def trade_queries(n_rows: int, n_queries: int = 200, n_symbols: int = 50, seed: 
             if kind == "window_join":
                 q["window"] = round(float(rng.uniform(0.05, 1.0)), 2)
                 q["time_column"] = "ts"
+        elif kind == "interval_join":  # sells 0.02 before to 0.3 after a buy, with the prices joined
+            q = {"type": "window_join", "left": "buy", "right": "sell", "left_on": "symbol", "right_on": "symbol",
+                 "left_range": {"price": [round(p0 * 0.99, 2), round(p0 * 1.01, 2)]},
+                 "right_range": {"shares": [int(rng.integers(1000, 3000)), None]},
+                 "window": [-0.02, round(float(rng.uniform(0.02, 0.2)), 2)], "time_column": "ts",
+                 "select": {"left": ["price", "shares"], "right": ["price"]}}
         else:  # band join on price: sells within a small band above buys, large lots only
             q = {"type": "band_join", "left": "buy", "right": "sell", "left_on": "nasdaq", "right_on": "nasdaq",
                  "band": [0.0, round(float(rng.uniform(0.001, 0.01)), 4)]}
@@ -142,7 +172,7 @@ def trade_queries(n_rows: int, n_queries: int = 200, n_symbols: int = 50, seed: 
         if rng.random() < 0.35:
             end = int(rng.integers(at + 1, n_rows + 1))
             ops.append({"op": "terminate", "at": end, "id": qid})
-        if kind in ("window", "substream", "quantile"):
+        if kind in ("window", "substream", "quantile", "keyed_window", "keyed_quantile", "rank_quantile"):
             lookable.append((qid, at, end if end is not None else n_rows + 1))
     for j in range(1, lookups + 1):
         n = int(n_rows * j / lookups)
