@@ -178,20 +178,30 @@ def run_preset(preset: str, scale: float | None = None, out: Path = Path("result
     floor_times: dict[str, list[float]] = {f: [] for f in fams}
     outputs: dict[str, pa.Table] = {}
     floor_n: dict[str, int] = {}
-    for c, o in configs.items():  # warm-up: compile, fill caches (not timed)
-        _, outputs[c] = run_engine(table, o, tmp / f"{c}.jsonl", batch)
-        if c != "all":
-            _, floor_n[c] = run_floor(c, cols, o)
-    for _ in range(repeat):  # interleaved repetitions
-        for c, o in configs.items():
-            times[c].append(run_engine(table, o, tmp / f"{c}.jsonl", batch)[0])
-            if c != "all":
-                floor_times[c].append(run_floor(c, cols, o)[0])
+    from .common import make_progress
+
     op_time: dict[str, float] = {}
-    for c, o in configs.items():  # the split operator / engine, instrumented (not in the timings)
-        clock = _OpClock()
-        total, _ = run_engine(table, o, tmp / f"{c}.jsonl", batch, clock)
-        op_time[c] = clock.seconds / total if total > 0 else math.nan  # fraction in the operators
+    with make_progress(console) as prog:
+        task = prog.add_task("engine runs", total=len(configs) * (repeat + 2))
+        for c, o in configs.items():  # warm-up: compile, fill caches (not timed)
+            prog.update(task, description=f"warm-up: {c}")
+            _, outputs[c] = run_engine(table, o, tmp / f"{c}.jsonl", batch)
+            if c != "all":
+                _, floor_n[c] = run_floor(c, cols, o)
+            prog.advance(task)
+        for k in range(repeat):  # interleaved repetitions
+            for c, o in configs.items():
+                prog.update(task, description=f"run {k + 1}/{repeat}: {c}")
+                times[c].append(run_engine(table, o, tmp / f"{c}.jsonl", batch)[0])
+                if c != "all":
+                    floor_times[c].append(run_floor(c, cols, o)[0])
+                prog.advance(task)
+        for c, o in configs.items():  # the split operator / engine, instrumented (not in the timings)
+            prog.update(task, description=f"operator / engine split: {c}")
+            clock = _OpClock()
+            total, _ = run_engine(table, o, tmp / f"{c}.jsonl", batch, clock)
+            op_time[c] = clock.seconds / total if total > 0 else math.nan  # fraction in the operators
+            prog.advance(task)
     results = []
     n = table.num_rows
     for c, o in configs.items():
