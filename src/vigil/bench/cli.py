@@ -106,10 +106,13 @@ def joins(
                               "select_first, vanilla, qouter, douter, mj, duckdb); default: the preset's set"),
     out: Path = typer.Option(Path("results/joins.json"), "--out", help="result JSON; a PNG is written beside it"),
     batch: str = typer.Option(None, "--batch", help="comma-separated batch sizes (default 1,1000,100000)"),
-    budget: float = typer.Option(5.0, "--budget", help="seconds of arrivals per run"),
+    budget: float = typer.Option(5.0, "--budget", help="CPU seconds per (strategy, point, batch size): sampling "
+                                 "stops once spent"),
     seed: int = typer.Option(0, "--seed"),
     points: str = typer.Option(None, "--points", help="replace the preset's sweeps: KEY=V1,V2 (paper scale), "
                                "e.g. n_queries=100000"),
+    repeats: int = typer.Option(5, "--repeats", help="samples per (strategy, point, batch size), interleaved "
+                                "between strategies; median and range reported"),
     fit: bool = typer.Option(False, "--fit", help="fit the router's cost models (§5.4) on this machine; "
                              "writes --out (load it with VIGIL_JOIN_COSTS=FILE)"),
 ) -> None:
@@ -125,7 +128,7 @@ def joins(
         raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
     run_preset(preset, scale=scale, algos=[a.strip() for a in algos.split(",") if a.strip()] if algos else None,
                out=out, batches=[int(b) for b in batch.split(",")] if batch else None, budget=budget, seed=seed,
-               points={points.split("=")[0]: [float(v) for v in points.split("=")[1].split(",")]} if points else None)
+               repeats=repeats, points={points.split("=")[0]: [float(v) for v in points.split("=")[1].split(",")]} if points else None)
 
 
 @bench_app.command("quantiles")

@@ -3,15 +3,20 @@
 DuckDB joining each batch of arriving R tuples with the stored S and the queries as a table.
 
 Per sweep point: R and S are loaded (|R| = |S| = 100,000 x scale) before any query exists, the
-queries are registered (100,000 x scale), then arriving R tuples are pushed in batches of each
-``batch`` size until ``budget`` seconds have passed or ``arrivals`` tuples were pushed; the rate
-is tuples per second. Mode ``count`` = output cost excluded (the operators count result pairs,
-as the paper measures); ``pairs`` = outputs materialised (row ``ALGO+pairs``). DuckDB rows:
+queries are registered (100,000 x scale) in one operator per strategy, then the same arriving R
+tuples are pushed through every strategy, interleaved (:func:`_measure`): per batch size,
+``repeats`` samples of >= ``min_tuples`` tuples, the strategies in a fresh random order per
+sample, each sample timed in CPU time; a cell reports the median rate and the range over its
+samples (and, against ``ssi``, the median of the per-sample time ratios). ``budget`` caps a
+cell's CPU seconds. Mode ``count`` = output cost excluded (the operators count result pairs, as
+the paper measures); ``pairs`` = outputs materialised (row ``ALGO+pairs``). DuckDB rows:
 ``duckdb`` (count(*) of the new pairs per batch) at the same batch sizes.
 
 Presets fig12, fig15, fig18 (data-sensitive routing, §5.4): see bench/joins_dynamic.py.
-Presets: fig7 (select joins vs number of queries; vs stabbing groups via rangeC lengths; a_len=2,500:
-the ~250 selected queries per event that Fig. 7(ii)'s text states, few pairs per tuple), fig8
+Presets: fig7 (select joins on Table I, rangeC midpoints over S.C's whole domain: vs number of
+queries; vs stabbing groups via rangeC lengths; a_len=2,500: the ~250 selected queries per event
+that Fig. 7(ii)'s text states, few pairs per tuple), fig7c (fig7's query sweep on the "clustered
+C" variant: rangeC midpoints in [0, 10^4]), fig8
 (vs event selection rate via rangeA lengths; vs event join rate via the B domain), fig9
 (SJ-Hotspot vs fraction of queries in hotspots), fig10 (band joins vs queries; vs groups;
 ``--points centres=30,300``: our clustered selective variant, see workloads.joins),
@@ -39,6 +44,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # pass R.A, 0.25%; Fig. 7(i) says 10%): ~150 result pairs per tuple instead of ~5,800
     "fig7": {"kind": "select", "sweeps": {"n_queries": [100, 1_000, 10_000, 100_000], "c_len": [2_000.0, 600.0, 150.0, 40.0],
                                           "a_len": [2_500.0]}},
+    # fig7 on the "clustered C" variant: rangeC midpoints Uni(0, 10^4), S.C Uni(0, 10^6) (see workloads.joins)
+    "fig7c": {"kind": "select", "sweeps": {"n_queries": [100, 1_000, 10_000, 100_000], "a_len": [2_500.0]},
+              "fixed": {"c_domain": 10_000.0}},
     "fig8": {"kind": "select", "sweeps": {"a_len": [200_000.0, 100_000.0, 20_000.0, 2_000.0], "b_domain": [1_000, 100, 20]}},
     "fig9": {"kind": "select", "sweeps": {"hot_frac": [0.1, 0.4, 0.7, 1.0]}, "n_queries": 500_000},
     "fig10": {"kind": "band", "sweeps": {"n_queries": [100, 1_000, 10_000, 100_000], "b_len": [400.0, 100.0, 20.0, 4.0]}},
@@ -77,68 +85,113 @@ def _clustered(p: dict, hot_frac: float, seed: int) -> dict:
     return w
 
 
-def _duckdb(kind: str, w: dict, batch: int, budget: float, arrivals: int) -> tuple[float, int, int]:
-    import duckdb
-    import pyarrow as pa
+class _DuckDB:
+    """DuckDB joining each batch of arriving R tuples with the stored S and the query table."""
 
-    con = duckdb.connect()
-    con.execute("SET threads TO 1")
-    if kind == "band":
-        con.register("s0", pa.table({"b": w["s_key"]}))
-        con.register("q0", pa.table({"lo": w["rows"][:, 0], "hi": w["rows"][:, 1]}))
-        sql = "SELECT count(*) FROM rb r, s, q WHERE s.b - r.b BETWEEN q.lo AND q.hi"
-    else:
-        con.register("s0", pa.table({"b": w["s_key"], "c": w["s_x"]}))
-        r = w["rows"]
-        con.register("q0", pa.table({"alo": r[:, 0], "ahi": r[:, 1], "clo": r[:, 2], "chi": r[:, 3]}))
-        sql = ("SELECT count(*) FROM rb r JOIN s ON r.b = s.b JOIN q ON r.a BETWEEN q.alo AND q.ahi "
-               "AND s.c BETWEEN q.clo AND q.chi")
-    con.execute("CREATE TABLE s AS SELECT * FROM s0").fetchall()
-    con.execute("CREATE TABLE q AS SELECT * FROM q0").fetchall()
-    done = 0
-    pairs = 0
-    t0 = time.perf_counter()
-    while done < arrivals and time.perf_counter() - t0 < budget:
-        b = min(batch, arrivals - done)
-        cols = {"b": w["in_key"][1 + done : 1 + done + b]}  # the tuples our runs push (the 1st warms up)
-        if kind != "band":
-            cols["a"] = w["in_x"][1 + done : 1 + done + b]
-        con.register("rb", pa.table(cols))
-        pairs += con.execute(sql).fetchall()[0][0]
-        con.unregister("rb")
-        done += b
-    return time.perf_counter() - t0, done, pairs
+    def __init__(self, kind: str, w: dict):
+        import duckdb
+        import pyarrow as pa
+
+        self.pa, self.kind, self.w = pa, kind, w
+        con = self.con = duckdb.connect()
+        con.execute("SET threads TO 1")
+        if kind == "band":
+            con.register("s0", pa.table({"b": w["s_key"]}))
+            con.register("q0", pa.table({"lo": w["rows"][:, 0], "hi": w["rows"][:, 1]}))
+            self.sql = "SELECT count(*) FROM rb r, s, q WHERE s.b - r.b BETWEEN q.lo AND q.hi"
+        else:
+            con.register("s0", pa.table({"b": w["s_key"], "c": w["s_x"]}))
+            r = w["rows"]
+            con.register("q0", pa.table({"alo": r[:, 0], "ahi": r[:, 1], "clo": r[:, 2], "chi": r[:, 3]}))
+            self.sql = ("SELECT count(*) FROM rb r JOIN s ON r.b = s.b JOIN q ON r.a BETWEEN q.alo AND q.ahi "
+                        "AND s.c BETWEEN q.clo AND q.chi")
+        con.execute("CREATE TABLE s AS SELECT * FROM s0").fetchall()
+        con.execute("CREATE TABLE q AS SELECT * FROM q0").fetchall()
+        self.extra: dict[str, Any] = {}
+
+    def push(self, lo: int, b: int) -> int:
+        cols = {"b": self.w["in_key"][lo : lo + b]}
+        if self.kind != "band":
+            cols["a"] = self.w["in_x"][lo : lo + b]
+        self.con.register("rb", self.pa.table(cols))
+        n = self.con.execute(self.sql).fetchall()[0][0]
+        self.con.unregister("rb")
+        return int(n)
 
 
-def _ours(kind: str, algo: str, mode: str, w: dict, batch: int, budget: float, arrivals: int) -> tuple[float, int, int, dict]:
-    op = registry.resolve("joins", algo)(kind, mode)
-    n = len(w["s_key"])
-    x_s = None if kind == "band" else w["s_x"].reshape(-1, 1)
-    x_r = None if kind == "band" else w["r_x"].reshape(-1, 1)
-    op.insert("right", np.arange(1, n + 1), w["s_key"], x_s, None)
-    op.insert("left", np.arange(n + 1, 2 * n + 1), w["r_key"], x_r, None)
-    t0 = time.perf_counter()
-    for i, s in enumerate(wl.specs(kind, w["rows"], w.get("w"))):
-        op.register(i, s)
-    t_reg = time.perf_counter() - t0
-    seq = 2 * n + 1
-    key = w["in_key"]
-    x = None if kind == "band" else w["in_x"].reshape(-1, 1)
-    t0 = time.perf_counter()  # first insert: compiles (cached) and builds the query index
-    op.insert("left", np.array([seq]), key[:1], None if x is None else x[:1], None)
-    t_build = time.perf_counter() - t0
-    seq += 1
-    done, pairs = 0, 0
-    t0 = time.perf_counter()
-    while done < arrivals - 1 and time.perf_counter() - t0 < budget:
-        b = min(batch, arrivals - 1 - done)
+class _Ours:
+    """One of our strategies: S and R loaded, the queries registered, the first arriving tuple
+    pushed (compiles the kernels, builds the query index); ``push`` inserts arriving tuples."""
+
+    def __init__(self, kind: str, algo: str, mode: str, w: dict):
+        op = self.op = registry.resolve("joins", algo)(kind, mode)
+        self.kind, self.mode, self.w = kind, mode, w
+        n = len(w["s_key"])
+        x_s = None if kind == "band" else w["s_x"].reshape(-1, 1)
+        x_r = None if kind == "band" else w["r_x"].reshape(-1, 1)
+        op.insert("right", np.arange(1, n + 1), w["s_key"], x_s, None)
+        op.insert("left", np.arange(n + 1, 2 * n + 1), w["r_key"], x_r, None)
+        t0 = time.perf_counter()
+        for i, s in enumerate(wl.specs(kind, w["rows"], w.get("w"))):
+            op.register(i, s)
+        t_reg = time.perf_counter() - t0
+        self.seq = 2 * n + 1
+        self.x = None if kind == "band" else w["in_x"].reshape(-1, 1)
+        t0 = time.perf_counter()
+        self.push(0, 1)
+        self.extra = {"register_s": t_reg, "first_insert_s": time.perf_counter() - t0}
+
+    def push(self, lo: int, b: int) -> int:
+        op, x = self.op, self.x
         c0 = op.counted
-        q, _, _ = op.insert("left", np.arange(seq, seq + b), key[1 + done : 1 + done + b],
-                            None if x is None else x[1 + done : 1 + done + b], None)
-        pairs += (op.counted - c0) if mode == "count" else len(q)
-        seq += b
-        done += b
-    return time.perf_counter() - t0, done, pairs, {"register_s": t_reg, "first_insert_s": t_build}
+        q, _, _ = op.insert("left", np.arange(self.seq, self.seq + b), self.w["in_key"][lo : lo + b],
+                            None if x is None else x[lo : lo + b], None)
+        self.seq += b
+        return (op.counted - c0) if self.mode == "count" else len(q)
+
+
+def _measure(runners: dict, batches: list[int], repeats: int, budget: float, min_tuples: int, seed: int,
+             log) -> dict:
+    """The bench method (as in bench/joins_dynamic.py): for each batch size, ``repeats`` samples;
+    a sample pushes ``calls`` = ceil(min_tuples / batch) batches of the same tuples through every
+    runner, the runners in a fresh random order per sample (a change of load on the shared machine
+    hits them alike, and none always runs on caches another just warmed); each sample is timed in
+    CPU time (time.process_time, DuckDB included: it runs on its own threads, pinned to one).
+    A runner stops sampling a batch size once its CPU time there exceeds ``budget`` seconds, and
+    skips a batch size whose one call would take more than 3 x budget at the rate measured at the
+    previous size. Returns {(name, batch): {"cpu": [...], "wall": [...], "tuples", "pairs"}}."""
+    rng = np.random.default_rng(seed + 99)
+    names = list(runners)
+    out: dict = {}
+    last_rate: dict[str, float] = {}
+    for batch in sorted(batches):
+        calls = max(1, -(-min_tuples // batch))
+        live = []
+        for nm in names:
+            est = batch / last_rate[nm] if nm in last_rate else 0.0
+            if est > 3 * budget:
+                log(f"batch={batch} {nm}: skipped (one batch would take ~{est:,.0f} s at the rate measured)")
+                continue
+            live.append(nm)
+            out[(nm, batch)] = {"cpu": [], "wall": [], "tuples": 0, "pairs": 0}
+        for rep in range(repeats):
+            lo = 1 + rep * calls * batch  # the same tuples for every runner in this sample
+            for nm in [live[i] for i in rng.permutation(len(live))]:
+                cell = out[(nm, batch)]
+                if rep and sum(cell["cpu"]) > budget:
+                    continue
+                pairs = 0
+                c0, t0 = time.process_time(), time.perf_counter()
+                for k in range(calls):
+                    pairs += runners[nm].push(lo + k * batch, batch)
+                cell["cpu"].append(time.process_time() - c0)
+                cell["wall"].append(time.perf_counter() - t0)
+                cell["tuples"] += calls * batch
+                cell["pairs"] += pairs
+        for nm in live:
+            c = out[(nm, batch)]
+            last_rate[nm] = calls * batch / max(float(np.median(c["cpu"])), 1e-9)
+    return out
 
 
 FIG11_VARIANTS = {"ssi_a2": ("ssi", "refined"), "hotspot_a2": ("hotspot", "refined")}
@@ -175,7 +228,8 @@ def _fig11(scale: float, algos: list[str], seed: int, budget: float, console: Co
     cost; no probe is timed). Recorded apart: the time of the updates themselves (stabbing
     partition / hotspot maintenance, App. A and Theorem 1), the index rebuilds, the
     reconstructions of the partition, the groups changed (drained from ``dirty`` before each
-    index rebuild) and, for hotspot tracking, intervals moved into or out of S per update."""
+    index rebuild) and, for hotspot tracking, intervals moved into or out of S per update.
+    CPU time (time.process_time)."""
     p = _params("band", None, None, scale, 100_000)
     w = wl.band_workload(n_queries=2 * p["n_queries"], n_tuples=p["n_tuples"], n_arrivals=p["n_queries"], seed=seed)
     sp = wl.specs("band", w["rows"])
@@ -196,9 +250,9 @@ def _fig11(scale: float, algos: list[str], seed: int, budget: float, console: Co
         done = 0
         t_upd = t_idx = 0.0
         dirty = 0
-        t0 = time.perf_counter()
-        while done < n0 and time.perf_counter() - t0 < budget:
-            t1 = time.perf_counter()
+        t0 = time.process_time()
+        while done < n0 and time.process_time() - t0 < budget:
+            t1 = time.process_time()
             if rng.random() < 0.5 and nxt < len(sp):
                 op.register(nxt, sp[nxt])
                 alive.append(nxt)
@@ -207,15 +261,15 @@ def _fig11(scale: float, algos: list[str], seed: int, budget: float, console: Co
                 k = int(rng.integers(len(alive)))
                 alive[k], alive[-1] = alive[-1], alive[k]
                 op.terminate(alive.pop())
-            t2 = time.perf_counter()
+            t2 = time.process_time()
             t_upd += t2 - t1
             done += 1
             if done % 100 == 0:  # bring the lazily rebuilt query index up to date (no probe timed)
                 dirty += len(part.dirty) if part is not None else 0
                 op._queries_changed()
                 op._dirty = False
-                t_idx += time.perf_counter() - t2
-        secs = time.perf_counter() - t0
+                t_idx += time.process_time() - t2
+        secs = time.process_time() - t0
         c1 = _fig11_counters(op)
         d = {k: c1[k] - c0[k] for k in ("reconstructions", "moves") if k in c1}
         extra = {"point": {"queries": n0}, "rate_per_s": done / secs, "update_us": t_upd / done * 1e6,
@@ -253,8 +307,8 @@ def _fig11_partitions(scale: float, seed: int, budget: float, console: Console) 
                 part.drain_dirty()
                 rng = np.random.default_rng(seed)
                 alive, nxt, done, dirty = list(range(n0)), n0, 0, 0
-                t0 = time.perf_counter()
-                while done < n0 and time.perf_counter() - t0 < budget:
+                t0 = time.process_time()
+                while done < n0 and time.process_time() - t0 < budget:
                     if rng.random() < 0.5 and nxt < len(rows):
                         s.insert(nxt, *rows[nxt])
                         alive.append(nxt)
@@ -266,7 +320,7 @@ def _fig11_partitions(scale: float, seed: int, budget: float, console: Console) 
                     done += 1
                     if what == "partition":
                         dirty += len(part.drain_dirty())
-                secs = time.perf_counter() - t0
+                secs = time.process_time() - t0
                 extra = {"point": {"eps": eps}, "partition": kind, "rate_per_s": done / secs,
                          "update_us": secs / done * 1e6, "reconstructions_per_update": (part.reconstructions - r0) / done,
                          "groups": part.size(), "intervals": n0}
@@ -284,8 +338,9 @@ def _fig11_partitions(scale: float, seed: int, budget: float, console: Console) 
 def run_preset(preset: str, scale: float | None = None, algos: list[str] | None = None,
                out: str | Path = "results/joins.json", batches: list[int] | None = None, budget: float = 5.0,
                seed: int = 0, materialise: bool = True, progress: bool = True,
-               points: dict[str, list[float]] | None = None) -> dict:
-    """Run one preset; ``points`` replaces the preset's sweeps (e.g. {"n_queries": [100000]})."""
+               points: dict[str, list[float]] | None = None, repeats: int = 5, min_tuples: int = 200) -> dict:
+    """Run one preset; ``points`` replaces the preset's sweeps (e.g. {"n_queries": [100000]});
+    ``repeats`` samples per cell, each of >= ``min_tuples`` arriving tuples (see :func:`_measure`)."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
     cfg = PRESETS[preset]
@@ -309,8 +364,8 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
         results += _fig11_partitions(scale, seed, budget, console)
     for key, values in (points or cfg.get("sweeps", {})).items():
         for v in values:
-            p = _params(kind, key, v, scale, cfg.get("n_queries", 100_000))
-            arrivals = max(batches) + 1
+            p = cfg.get("fixed", {}) | _params(kind, key, v, scale, cfg.get("n_queries", 100_000))
+            arrivals = 1 + repeats * max(max(-(-min_tuples // bt), 1) * bt for bt in batches)
             if kind == "band":
                 w = wl.band_workload(**p, n_arrivals=arrivals, seed=seed)
                 tau = stabbing_number(w["rows"][:, 0], w["rows"][:, 1])
@@ -319,31 +374,35 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
                     wl.select_workload(**p, n_arrivals=arrivals, seed=seed)
                 tau = stabbing_number(w["rows"][:, 2], w["rows"][:, 3])
             point = {key: v}
+            runners: dict[str, Any] = {}
             for algo in algos:
-                modes = ["count"] + (["pairs"] if materialise and algo in ("ssi", "hotspot") else [])
-                rate_seen: dict[str, float] = {}
-                for batch in sorted(batches):
-                    for mode in (["count"] if algo == "duckdb" else modes):
-                        est = batch / rate_seen[mode] if mode in rate_seen else 0.0
-                        if est > 3 * budget:  # one call could not be cut at the budget
-                            console.log(f"{preset} {key}={v:g} batch={batch} {algo}/{mode}: skipped "
-                                        f"(one batch would take ~{est:,.0f} s at the rate measured)")
-                            continue
-                        if algo == "duckdb":
-                            secs, done, pairs = _duckdb(kind, w, batch, budget, arrivals - 1)
-                            extra: dict[str, Any] = {}
-                        else:
-                            secs, done, pairs, extra = _ours(kind, algo, mode, w, batch, budget, arrivals)
-                        name = algo if mode == "count" else f"{algo}+pairs"
-                        rate = done / secs if secs > 0 else float("nan")
-                        rate_seen[mode] = rate
-                        results.append(Result(name, secs, done, extra={
-                            "point": point | {"batch": batch}, "rate_per_s": rate, "pairs_per_tuple": pairs / max(done, 1),
-                            "tau": tau, "queries": p["n_queries"], "stored": p["n_tuples"], **extra}))
-                        console.log(f"{preset} {key}={v:g} batch={batch} {name}: {rate:,.0f} tuples/s "
-                                    f"(tau={tau}, {pairs / max(done, 1):,.0f} pairs/tuple)")
+                if algo == "duckdb":
+                    runners[algo] = _DuckDB(kind, w)
+                    continue
+                for mode in ["count"] + (["pairs"] if materialise and algo in ("ssi", "hotspot") else []):
+                    runners[algo if mode == "count" else f"{algo}+pairs"] = _Ours(kind, algo, mode, w)
+            cells = _measure(runners, batches, repeats, budget, min_tuples, seed,
+                             lambda m, v=v, key=key: console.log(f"{preset} {key}={v:g} {m}"))
+            for (name, batch), c in cells.items():
+                us = np.array(c["cpu"]) / (c["tuples"] / len(c["cpu"])) * 1e6
+                med = float(np.median(us))
+                ref = cells.get(("ssi", batch))
+                paired = {} if ref is None or len(ref["cpu"]) != len(c["cpu"]) else {
+                    "paired_vs_ssi": float(np.median(np.array(c["cpu"]) / np.array(ref["cpu"])))}
+                results.append(Result(name, float(sum(c["cpu"])), c["tuples"], per_op_us=med, extra={
+                    "point": point | {"batch": batch}, "rate_per_s": 1e6 / med,
+                    "rate_range_per_s": [1e6 / float(us.max()), 1e6 / float(us.min())],
+                    "us_per_tuple_range": [float(us.min()), float(us.max())], "samples": len(us),
+                    "wall_rate_per_s": c["tuples"] / sum(c["wall"]), "pairs_per_tuple": c["pairs"] / max(c["tuples"], 1),
+                    "tau": tau, "queries": p["n_queries"], "stored": p["n_tuples"], **paired,
+                    "note": f"median of {len(us)}, {us.min():.3g}-{us.max():.3g} us", **runners[name].extra}))
+                console.log(f"{preset} {key}={v:g} batch={batch} {name}: {1e6 / med:,.0f} tuples/CPU s "
+                            f"(range {1e6 / us.max():,.0f}-{1e6 / us.min():,.0f}, {len(us)} samples; tau={tau}, "
+                            f"{c['pairs'] / max(c['tuples'], 1):,.0f} pairs/tuple)")
+            del runners
     doc = result_doc("joins", preset, {"scale": scale, "batches": batches, "budget_s": budget, "seed": seed,
-                                       "kind": kind}, results)
+                                       "kind": kind, "repeats": repeats, "min_tuples": min_tuples,
+                                       "timing": "CPU (process_time), median and range of the samples"}, results)
     write_json(out, doc)
     print_table(doc, reference="ssi", console=console)
     _plot(doc, Path(out).with_suffix(".png"))
