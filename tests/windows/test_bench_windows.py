@@ -12,9 +12,11 @@ from vigil.bench.windows import run_preset
 
 @pytest.mark.slow  # a benchmark preset end to end (~20 s): make test-all
 @pytest.mark.parametrize(("preset", "algos"), [
-    ("fig9", ["rint_sum", "bint_sum", "materialize_all_sum", "duckdb_sum", "bottleneck_sum"]),
+    ("fig9", ["rint_sum", "bint_sum", "materialize_all_sum", "duckdb_sum", "duckdb_rangejoin_sum",
+              "bottleneck_sum"]),
     ("fig10", ["rint_sum", "slickdeque_max"]),
-    ("fig11", ["bint_max", "auto_max", "auto_quantile", "duckdb_max"]),
+    ("fig11", ["bint_max", "auto_max", "auto_quantile", "duckdb_max", "duckdb_quantile", "duckdb_rangejoin_sum",
+               "bottleneck_max"]),
 ])
 def test_preset_smoke(tmp_path, preset, algos):
     out = tmp_path / f"{preset}.json"

@@ -18,13 +18,13 @@ through the batch API (one ``push`` per update batch, one ``lookup`` per lookup 
 names are ``<implementation>_<agg>`` (``rint_sum``, ``bint_max``, ``bint_qnt_quantile``,
 ``slickdeque_max``, ``auto_max`` ...) or a peer:
 
-* ``duckdb_<agg>``: DuckDB recomputes every lookup batch from the retained elements (the last
-  N_max, an Arrow table, zero-copy): one SQL statement per batch (per chunk of <= 4M joined
-  pairs), ``SELECT i, agg(v) FROM lookups
-  JOIN tail ON pos BETWEEN lo AND hi GROUP BY i`` (the range-join form of a window aggregate;
-  ``quantile_disc`` for QUANTILE);
-* ``bottleneck_<agg>``: per looked-up query, ``bn.move_<agg>`` over its window's slice of a numpy
-  array of the retained elements (O(W) in C per lookup, no shared state).
+* ``duckdb_<agg>``, ``duckdb_rangejoin_<agg>``, ``bottleneck_<agg>``: today's tools recomputing
+  each lookup batch from the retained elements (``vigil.bench.windows_peers``): DuckDB with prefix
+  sums (SUM/COUNT/AVG) or window functions with per-lookup frames (MIN/MAX/QUANTILE), DuckDB's
+  range join (O(W) per lookup), and the cheapest bottleneck/numpy reduction per looked-up slice.
+
+fig11's N_max is max(10^5, 2 W) (distinct windows at every W); ``VIGIL_FIG11_W=10000,100000``
+restricts it to some widths.
 
 fig10 and fig11 record the process CPU time of each run beside its wall time (``extra.cpu_seconds``,
 ``extra.cpu_rate_per_s``; DuckDB's threads count: it is the process's time). A run whose measured
@@ -36,6 +36,7 @@ algorithm is checked against materialize_none (exact, independent code): ``extra
 from __future__ import annotations
 
 import gc
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,8 @@ from rich.console import Console
 from ..specs import parse_query
 from ..workloads.windows import fig9_windows, lookup_qids, mixed_blocks, spread_windows, stream
 from .common import Result, print_table, result_doc, write_json
+from .windows_peers import KINDS as PEERS
+from .windows_peers import Peer
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "fig9": Preset("fig9", "Fig. 9: input rate vs update fraction (1,000 SUM operators)",
                    ("rint_sum", "bint_sum", "lint_sum", "psoup_sum", "materialize_all_sum", "materialize_none_sum",
-                    "duckdb_sum", "bottleneck_sum"),
+                    "duckdb_sum", "duckdb_rangejoin_sum", "bottleneck_sum"),
                    "R-INT best everywhere; B-INT and PSoup similar with no updates, PSoup falls and B-INT "
                    "improves as updates grow; materialize-all good only at low update rates, materialize-none "
                    "only at low lookup rates (700 MHz Pentium III)"),
@@ -72,7 +75,8 @@ PRESETS: dict[str, Preset] = {
     "fig11": Preset("fig11", "Fig. 11: lookup rate vs W (N_max = 100,000)",
                     ("rint_sum", "auto_sum", "bint_max", "slickdeque_max", "lint_max", "auto_max", "bint_qnt_quantile",
                      "auto_quantile", "psoup_max",
-                     "duckdb_sum", "duckdb_max", "duckdb_quantile", "bottleneck_sum", "bottleneck_max"),
+                     "duckdb_sum", "duckdb_max", "duckdb_quantile", "duckdb_rangejoin_sum", "duckdb_rangejoin_max",
+                     "duckdb_rangejoin_quantile", "bottleneck_sum", "bottleneck_max"),
                     "R-INT ~10^7 lookups/s at every W; B-INT falls slowly with log W; B-INT-QNT ~22,000/s at "
                     "W = 100,000"),
     "keyed": Preset("keyed", "per-key windows: 10,000 keys x 10 SUM/MAX queries (where and group_by)",
@@ -86,6 +90,12 @@ FIG10_NMAX = (1_000, 10_000, 100_000, 1_000_000)
 FIG11_W = (1, 10, 100, 1_000, 10_000, 100_000)
 
 
+def fig11_nmax(width: int) -> int:
+    """N_max of a fig11 point: the paper's 10^5, or 2 W when larger, so that the 1,000 historical
+    windows of width W are distinct (at W = N_max they would all be one window)."""
+    return max(100_000, 2 * int(width))
+
+
 # ----------------------------------------------------------------------------- operators / peers
 
 
@@ -94,93 +104,9 @@ def split_algo(algo: str) -> tuple[str, str]:
     return impl, agg
 
 
-class _Tail:
-    """The last ``keep`` elements in one contiguous numpy buffer (amortized O(1) append)."""
-
-    def __init__(self, keep: int) -> None:
-        self.keep = int(keep)
-        self.buf = np.empty(4 * self.keep + 16)
-        self.lo = self.hi = 0
-        self.m = 0
-
-    def push(self, v: np.ndarray) -> None:
-        v = v[-self.keep:] if len(v) > self.keep else v
-        if self.hi + len(v) > len(self.buf):
-            k = min(self.hi - self.lo, self.keep)
-            self.buf[:k] = self.buf[self.hi - k:self.hi]
-            self.lo, self.hi = 0, k
-            if self.hi + len(v) > len(self.buf):
-                self.buf = np.concatenate([self.buf[:k], np.empty(len(v) + 4 * self.keep)])
-        self.buf[self.hi:self.hi + len(v)] = v
-        self.hi += len(v)
-        self.lo = max(self.lo, self.hi - self.keep)
-
-    def view(self) -> np.ndarray:
-        return self.buf[self.lo:self.hi]
-
-
-class Peer:
-    """Recomputes each lookup from the retained elements (rows windows, suffix or historical)."""
-
-    def __init__(self, kind: str, agg: str, n_max: int) -> None:
-        self.kind, self.agg = kind, agg
-        self.tail = _Tail(n_max)
-        self.m = 0
-        self.win: dict[int, tuple[int, int]] = {}
-        if kind == "duckdb":
-            import duckdb
-
-            self.con = duckdb.connect()
-            self.con.execute("SET threads = 1")
-            self.con.execute("SET memory_limit = '2GB'")
-
-    def register(self, qid: int, nl: int, nr: int) -> None:
-        self.win[qid] = (nl, nr)
-
-    def push(self, v: np.ndarray, s: np.ndarray) -> None:
-        self.tail.push(v)
-        self.m = int(s[-1])
-
-    def lookup(self, qids: np.ndarray, n: int) -> np.ndarray:
-        x = self.tail.view()
-        base = self.m - len(x) + 1  # seq of x[0]
-        nl = np.array([self.win[int(q)][0] for q in qids], np.int64)
-        nr = np.array([self.win[int(q)][1] for q in qids], np.int64)
-        lo = np.maximum(n - nl + 1, base)
-        hi = n - nr
-        if self.kind == "duckdb":
-            import pyarrow as pa
-
-            tail = pa.table({"pos": np.arange(base, base + len(x)), "v": x})  # noqa: F841 (used by SQL)
-            fn = {"sum": "sum(v)", "max": "max(v)", "min": "min(v)", "avg": "avg(v)", "count": "count(v)",
-                  "quantile": "quantile_disc(v, 0.5)"}[self.agg]
-            out = np.full(len(qids), np.nan)
-            # one statement per chunk of lookups joining <= ~4M (lookup, element) pairs (memory bound)
-            width = np.maximum(hi - lo + 1, 1)
-            cuts = np.searchsorted(np.cumsum(width), np.arange(4_000_000, int(width.sum()) + 4_000_000, 4_000_000))
-            a = 0
-            for b in [*np.unique(np.clip(cuts + 1, 1, len(qids))).tolist(), len(qids)]:
-                if b <= a:
-                    continue
-                lk = pa.table({"i": np.arange(a, b), "lo": lo[a:b], "hi": hi[a:b]})  # noqa: F841
-                rows = self.con.execute(f"SELECT i, {fn} FROM lk JOIN tail ON tail.pos BETWEEN lk.lo AND lk.hi "
-                                        "GROUP BY i").fetchnumpy()
-                out[rows["i"]] = rows[next(k for k in rows if k != "i")]
-                a = b
-            return out
-        import bottleneck as bn
-
-        fn = {"sum": bn.move_sum, "max": bn.move_max, "min": bn.move_min, "avg": bn.move_mean}[self.agg]
-        out = np.empty(len(qids))
-        for k in range(len(qids)):
-            a, b = int(lo[k] - base), int(hi[k] - base + 1)
-            out[k] = fn(x[a:b], window=b - a)[-1] if b > a else np.nan
-        return out
-
-
 def make(algo: str, n_max: int) -> tuple[Any, str]:
     impl, agg = split_algo(algo)
-    if impl in ("duckdb", "bottleneck"):
+    if impl in PEERS:
         return Peer(impl, agg, n_max), agg
     from .. import registry
 
@@ -213,8 +139,6 @@ def _verify(op, agg: str, windows: np.ndarray, vals, seqs, upto: int, qids: np.n
     """The first lookups vs materialize_none (exact) on the same retained elements."""
     from ..windows.materialize import MaterializeNone
 
-    if isinstance(op, Peer) and agg == "quantile":
-        return True  # quantile_disc's rank convention differs from the contract's; timing only
     ref = MaterializeNone(agg, False)
     register_all(ref, agg, windows)
     keep = int(windows[:, 0].max()) + 1
@@ -318,13 +242,14 @@ def run_fig10(algos, scale, batches, budget, seed, console) -> tuple[dict, list[
 
 
 def run_fig11(algos, scale, batches, budget, seed, console) -> tuple[dict, list[Result]]:
-    n_max = 100_000
     n_ops = 1000
     n_look = max(20_000, int(10_000_000 * scale))
-    vals, seqs, _ = stream(n_max + 10, seed)
+    widths = tuple(int(w) for w in (os.environ.get("VIGIL_FIG11_W") or ",".join(map(str, FIG11_W))).split(","))
+    vals, seqs, _ = stream(fig11_nmax(max(widths)) + 10, seed)
     qids = lookup_qids(n_look, n_ops, seed)
     results = []
-    for W in FIG11_W:
+    for W in widths:
+        n_max = fig11_nmax(W)
         for batch in batches:
             for algo in algos:
                 impl, agg = split_algo(algo)
@@ -348,11 +273,13 @@ def run_fig11(algos, scale, batches, budget, seed, console) -> tuple[dict, list[
                 secs = t_all * n_look / done
                 note = "suffix windows only" if impl == "slickdeque" else None
                 res = _result(algo, secs, n_look, {"W": W, "batch": batch}, t_all, done, verified, note)
+                res.extra["n_max"] = n_max
                 _cpu(res, c_all, done)
                 results.append(res)
                 console.log(f"fig11 W={W} batch={batch} {algo}: {n_look / secs:,.0f} lookups/s "
                             f"({res.extra['cpu_rate_per_s']:,.0f}/s of process CPU time)")
-    return {"n_max": n_max, "operators": n_ops, "lookups": n_look, "W": FIG11_W, "batches": batches}, results
+    return {"n_max": [fig11_nmax(w) for w in widths], "operators": n_ops, "lookups": n_look, "W": widths,
+            "batches": batches}, results
 
 
 RUNNERS = {"fig9": run_fig9, "fig10": run_fig10, "fig11": run_fig11}

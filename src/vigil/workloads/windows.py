@@ -8,8 +8,10 @@
   uniform over the operators; :func:`mixed_blocks` cuts it into blocks of ``batch`` events
   (updates first, then lookups, each as one batch call);
 * fig10/fig11 (§6.2): operators with windows spread uniformly over the permitted range (suffix and
-  historical: width W, right end NR uniform in [0, N_max - W]), one operator with NL = N_max so
-  that N_max is what the structure must keep; lookups uniform over the operators.
+  historical: width W, right end NR uniform in [0, N_max - W], distinct), one operator with
+  NL = N_max so that N_max is what the structure must keep; lookups uniform over the operators.
+  fig11 uses N_max = max(10^5, 2 W): at W = N_max = 10^5 every historical window would be the same
+  one.
 """
 
 from __future__ import annotations
@@ -33,10 +35,17 @@ def fig9_windows(n_ops: int = 1000) -> np.ndarray:
 
 def spread_windows(n_ops: int, width: int, n_max: int, seed: int = 0, suffix_only: bool = False) -> np.ndarray:
     """(NL, NR) rows of width W with NR uniform in [0, N_max - W] (NR = 0 when suffix_only); the
-    first operator reaches back N_max elements (NL = N_max), so the structure keeps N_max."""
+    first operator reaches back N_max elements (NL = N_max), so the structure keeps N_max. The
+    right ends are drawn without replacement (distinct windows) when N_max - W + 1 >= n_ops; the
+    fig11 runner keeps N_max >= 2 W so that this holds at every W (suffix windows of one width are
+    one window by definition)."""
     rng = np.random.default_rng(seed)
     width = max(1, min(int(width), int(n_max)))
-    nr = np.zeros(n_ops, np.int64) if suffix_only else rng.integers(0, n_max - width + 1, n_ops)
+    span = n_max - width + 1
+    if suffix_only:
+        nr = np.zeros(n_ops, np.int64)
+    else:
+        nr = rng.choice(span, n_ops, replace=span < n_ops).astype(np.int64)
     w = np.stack([nr + width, nr], axis=1).astype(np.int64)
     w[0] = (n_max, 0) if suffix_only else (n_max, n_max - width)
     return w
