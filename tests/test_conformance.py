@@ -95,14 +95,12 @@ def test_notify_rows_window_empties_in_a_seq_gap(name):
     assert got == [(1, 5.0), (2, 7.0), (4, 1.0), (5, None), (2**60, 4.0)]
 
 
-@pytest.mark.slow  # ~18 s: make test-all
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="known defect: notify quantile queries over rows "
-                   "windows with seq gaps show values outside eps*N + 1 (vigil.checks_logs.QUANTILE_GAPS)")
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("name", ["casu", "sliding"])
 def test_notify_rows_window_with_seq_gaps(name):
     """3,000 rows, seq steps 1-100 (a rows window of 1,000 positions holds ~60 elements), three
-    notify queries rows 1000 eps 0.01 (summary eps 0.05): every position's value within bound.
-    The same stream with 90% rejected rows and no gaps passes."""
+    notify queries rows 1000 eps 0.01 (summary eps 0.05): every position's value within bound
+    (the partial block is kept exactly: its in-window elements, whatever the gaps)."""
     import numpy as np
     import pyarrow as pa
 

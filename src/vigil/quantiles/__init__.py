@@ -107,24 +107,32 @@ def merge_summaries(parts: list[np.ndarray], return_part: bool = False):
     one (that part's size if none). Each part must keep its maximum exactly (r- = r+ = its size:
     GK does, and so do sorted values). Bound: if every part has r+_i - r-_{i-1} <= 2 e_j n_j, the
     merge has gaps <= sum_j 2 e_j n_j <= 2 max(e_j) N: it is max(e_j)-approximate (Theorem 1).
-    O(M log M). With ``return_part``, also the index (into ``parts``) each merged tuple came from."""
+    O(M log M), in array operations over the concatenated parts. With ``return_part``, also the index (into ``parts``) each merged tuple came from."""
     tup = [as_tuples(p) for p in parts]
-    keep = [j for j, t in enumerate(tup) if len(t)]
-    tup = [tup[j] for j in keep]
-    if not tup:
+    lens = np.fromiter(map(len, tup), np.int64, len(tup))
+    keep = np.flatnonzero(lens)
+    if not len(keep):
         empty = np.empty((0, 3), np.float64)
         return (empty, np.empty(0, np.int64)) if return_part else empty
-    v = np.concatenate([t[:, 0] for t in tup])
-    part = np.concatenate([np.full(len(t), j) for j, t in enumerate(tup)])
-    sizes = np.array([t[-1, 2] for t in tup])
-    dlo = np.concatenate([np.diff(t[:, 1], prepend=0.0) for t in tup])
-    dhi = np.concatenate([np.r_[t[:-1, 2] - t[1:, 2], t[-1, 2] - 1 - sz] for t, sz in zip(tup, sizes, strict=True)])
+    t = tup[keep[0]] if len(keep) == 1 else np.concatenate([tup[j] for j in keep.tolist()])
+    ln = lens[keep]
+    ends = np.cumsum(ln)
+    starts = ends - ln
+    part = np.repeat(np.arange(len(keep)), ln)
+    v, lo, hi = t[:, 0], t[:, 1], t[:, 2]
+    sizes = hi[ends - 1]
+    dlo = np.empty(len(t))  # r- steps within each part
+    dlo[1:] = lo[1:] - lo[:-1]
+    dlo[starts] = lo[starts]
+    dhi = np.empty(len(t))  # r+ steps to the next tuple of the part (-1 after its last)
+    dhi[:-1] = hi[:-1] - hi[1:]
+    dhi[ends - 1] = -1.0
     order = np.lexsort((part, v))
     r_lo = np.cumsum(dlo[order])
     r_hi = sizes.sum() + np.cumsum(dhi[order][::-1])[::-1] + 1
     out = np.column_stack([v[order], r_lo, r_hi])
     if return_part:
-        return out, np.asarray(keep, np.int64)[part[order]]
+        return out, keep[part[order]]
     return out
 
 

@@ -1,32 +1,35 @@
-"""Continuous quantile queries over a sliding window of the last W elements (paper 004 §2.3.2 and
-§4; the bucket summary of Lin et al., ICDE 2004).
+"""Continuous quantile queries over a sliding window of the last W positions (paper 004 §2.3.2
+and §4; the block summary of Lin et al., ICDE 2004), shared by every query of one (column, W).
 
-Summary. The stream is cut into buckets of at most B = max(1, floor(eps*W/4)) consecutive seqs
-(and at every registration position, so a query's start is a bucket boundary). The newest bucket
-keeps its elements (at most B; the paper runs an eps/4 GK there, whose size is of the same order
-for B = eps*W/4); when it closes its sorted elements are compressed to an eps/2 summary of the
-bucket (GK merge with gaps <= eps*count, :func:`._gk_kernels.compress`). Buckets entirely before
-every window are dropped. The window [max(start+1, n-W+1), n] is then: closed buckets inside it,
-the newest bucket, and at most one partial bucket whose x in-window elements are unknown (x is
-known to lie in [x_min, x_max] from its seq range and count; exact without seq gaps). The buckets
-inside are merged (:func:`vigil.quantiles.merge_summaries`) into a summary of M elements whose
-gaps sum to <= eps*M, and a tuple (u, r-, r+) has window rank in [r-, r+ + x]: the answer is the
-tuple minimizing the worst distance err0 to the target rank max(1, ceil(phi*(M + x))), found by
-bisection on r- + r+. err0 <= eps*M/2 + B/2 + 1 <= (5/8) eps W + 1 for a full window.
+Summary. The stream is cut into blocks of at most B consecutive seqs (and at every registration
+position, so a query's start is a block boundary): B = max(1, floor(eps*W/4)), or
+min(floor(1/eps), floor(W/8)) when larger (exact blocks, see below: fewer merges per element). The newest (open)
+block keeps its values, sorted; when it closes it is summarised once, by its values at every s-th
+rank and its maximum with their exact ranks and seqs (s = max(1, floor(eps*count/2)): exact while
+B < 4/eps, i.e. W < 16/eps^2), and merged into one sorted array of every block inside the window,
+with the rank lower bounds of each value precomputed. A block leaves the merged array when the
+window's left end passes its first seq (it is then the *partial* block: an exact one keeps its
+in-window elements, dropped one by one as the window passes them, so the window is known exactly
+whatever the seq gaps; of a sampled one, x elements are in the window, x in [x_min, x_max] from
+its seq range and count) and is dropped when it is entirely before the window. Every query of the operator, whatever its phi, is answered from this one array: the
+candidate value minimizing the worst distance to the target rank max(1, ceil(phi*N)) over the
+uncertainties (partial block, sampled blocks) is found by bisection, O(log T * log B). A query
+registered inside the window (its start after the window's left end) subtracts the blocks before
+its start (O(1) each per probe) until the window passes its start. Kernels, bounds and the notify
+deadlines: :mod:`._sliding_kernels`.
 
-Notify queries (Algorithm 3, synchronous): each position moves the true distance between a held
-value's rank and the target by at most 2 (one arrival, one expiry), so a value chosen with error
-err0 stays valid for d <= (e*N_w + 1 - err0) / (2 + e) more positions (e = max(eps_q, eps)); the
-global trigger is the minimum of these, and when it fires (or a bucket closes, every eps*W/4
-elements, the paper's eps*N/2 cadence halved) every notify query is re-evaluated against the
-current buckets. Updates only when a value changes. A pushed value NaN is a position without
-element (a rejected row, docs/contract.md: it keeps its seq): it moves the window (an expiry, no
-arrival) and the triggers are evaluated there as at an element, so an update at that position
-keeps the value valid (null when the window is empty there).
+Notify queries (Algorithm 3, synchronous): each query holds a value with a deadline (the last
+position it is sure to stay valid: the distance between its rank and the target moves by at most
+1 per position); a heap wakes only the queries due, which keep their value while it stays valid
+long enough or take the best candidate; an update is reported only when the value changes. A
+pushed value NaN is a position without element (a rejected row or a seq-gap position,
+docs/contract.md): it moves the window (an expiry, no arrival) and the due queries are evaluated
+there as at an element, so an update at that position keeps the value valid (null when the
+window is empty there).
 
-Costs: space O(W/B * (1/eps)) tuples plus the newest bucket (O(1/eps^2) for the full window, as in
-[19]); per element O(1) amortized plus, per evaluation, O(T log T) to merge T bucket tuples and
-O(Q log T) for Q queries.
+Costs: per element O(1) amortized plus O(T / B) for the merges (T <= W merged samples, one merge
+or removal every B positions: O(4/eps) per element), and O(log T log B) per due query; space
+O(W) while B < 4/eps (the blocks are kept whole), O(W/B * 2/eps) = O(8/eps^2) beyond.
 """
 
 from __future__ import annotations
@@ -38,19 +41,9 @@ import numpy as np
 
 from ..arrays import check_increasing
 from . import QuantileOperator, merge_summaries
-from . import _gk_kernels as K
+from . import _sliding_kernels as K
 
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
-
-
-def _compress_bucket(values: np.ndarray, eps: float) -> np.ndarray:
-    """Sorted bucket values -> (m, 3) tuples of an eps/2 summary of the bucket."""
-    v = np.sort(values)
-    n = len(v)
-    r = np.arange(1, n + 1, dtype=np.int64)
-    lo, hi = r.copy(), r.copy()
-    m = K.compress(v, lo, hi, np.zeros(n, np.int32), n, n, eps / 2.0)
-    return np.column_stack([v[:m], lo[:m].astype(np.float64), hi[:m].astype(np.float64)])
 
 
 class Sliding(QuantileOperator):
@@ -60,23 +53,64 @@ class Sliding(QuantileOperator):
 
     def __init__(self, eps: float, rows: int | None) -> None:
         super().__init__(eps, rows)
-        self.B = 1 if rows is None else max(1, int(self.eps * int(rows) / 4))
-        self.blo: list[int] = []  # closed buckets: first seq, last seq, count, tuples
-        self.bhi: list[int] = []
-        self.bcnt: list[int] = []
-        self.btup: list[np.ndarray] = []
-        self.open_v: list[float] = []
-        self.open_s: list[int] = []
-        self.open_lo = -1
-        self.last_seq = -1
+        # blocks of eps*W/4 positions (the sampled partial block's uncertainty), or up to 1/eps
+        # (and W/8) while exact: fewer merges per element (module doc)
+        self.B = 1 if rows is None else max(1, int(self.eps * int(rows) / 4), min(int(1 / self.eps), int(rows) // 8))
+        self.meta = np.zeros(K.META_SIZE, np.int64)
+        self.meta[K.M_OLO] = -1
+        self.meta[K.M_N] = -1
+        self.meta[K.M_W] = 0 if rows is None else int(rows)
+        self.meta[K.M_B] = self.B
+        self.meta[K.M_FX] = -1
+        cap = min(self.B + 1, 64)  # grows with the open block (a rows window may be 2^53 long)
+        self.ob = np.empty((2, cap))
+        self.obs = np.zeros((2, cap), np.int64)
+        self.blk = np.zeros((6, 64), np.int64)
+        self.sv, self.si = np.empty(256), np.zeros((2, 256), np.int64)
+        self.mv, self.mi = np.empty(256), np.zeros((4, 256), np.int64)
+        self.mv2, self.mi2 = np.empty(256), np.zeros((2, 256), np.int64)
+        self.qf = np.zeros((3, 16))
+        self.qi = np.zeros((4, 16), np.int64)
+        self.heap = np.zeros(16, np.int64)
+        self.slot_qid = np.full(16, -1, np.int64)
+        self.nslots = 0
+        self.nlive = 0
+        self.out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))
         self.first_seq = -1
-        self.npushed = 0
-        self.q: dict[int, tuple[float, float, int, bool]] = {}
-        self.last: dict[int, float] = {}  # notify qid -> last value
-        self.dead: dict[int, int] = {}  # notify qid -> last position its value is sure to hold
-        self.evaluations = 0
+        self.q: dict[int, tuple[float, float, int, bool, int]] = {}  # qid -> (phi, eps, start, notify, slot)
+
+    @property
+    def last_seq(self) -> int:
+        return int(self.meta[K.M_N])
+
+    @property
+    def npushed(self) -> int:
+        return int(self.meta[K.M_NPUSHED])
+
+    @property
+    def evaluations(self) -> int:
+        return int(self.meta[K.M_EVALS])
+
+    @property
+    def bcnt(self) -> list[int]:
+        """The live closed blocks' element counts."""
+        return self.blk[K.B_CNT, int(self.meta[K.M_BH]):int(self.meta[K.M_BT])].tolist()
+
+    @property
+    def btup(self) -> list[np.ndarray]:
+        """The live closed blocks' samples as (m, 3) tuples (v, r, r)."""
+        out = []
+        for b in range(int(self.meta[K.M_BH]), int(self.meta[K.M_BT])):
+            off, ln = int(self.blk[K.B_OFF, b]), int(self.blk[K.B_LEN, b])
+            r = self.si[0, off:off + ln].astype(np.float64)
+            out.append(np.column_stack([self.sv[off:off + ln], r, r]))
+        return out
 
     # ------------------------------------------------------------------ queries
+    def _close(self) -> None:
+        self._room(1)
+        K.close_open(self.meta, self.ob, self.obs, self.blk, self.sv, self.si, self.mv, self.mi, self.mv2, self.mi2, self.eps)
+
     def register(self, qid: int, phi: float, eps: float, start: int = 0, notify: bool = False) -> None:
         from ..errors import Unsupported
 
@@ -89,236 +123,174 @@ class Sliding(QuantileOperator):
             raise ValueError(f"phi must lie in (0, 1], got {phi}")
         start = int(start)
         if start >= self.last_seq:
-            self._close()  # the query's start becomes a bucket boundary
-        elif self.npushed and start >= self.first_seq and start + 1 not in self.blo:
-            raise ValueError(f"start {start} falls inside a bucket already closed")
-        self.q[qid] = (float(phi), float(eps), start, bool(notify))
+            self._close()  # the query's start becomes a block boundary
+        elif self.npushed and start >= self.first_seq:
+            los = self.blk[K.B_LO, int(self.meta[K.M_BH]):int(self.meta[K.M_BT])]
+            if start + 1 not in los.tolist() and not (self.meta[K.M_OC] and start + 1 == self.meta[K.M_OLO]):
+                raise ValueError(f"start {start} falls inside a block already closed")
+        slot = -1
         if notify:
-            self.last[qid] = math.nan
-            self.dead[qid] = -1
+            slot = self.nslots
+            if slot >= self.qf.shape[1]:
+                cap = 2 * slot
+                self.qf = np.concatenate([self.qf, np.zeros((3, cap - slot))], axis=1)
+                self.qi = np.concatenate([self.qi, np.zeros((4, cap - slot), np.int64)], axis=1)
+                self.heap = np.concatenate([self.heap, np.zeros(cap - slot, np.int64)])
+                self.slot_qid = np.concatenate([self.slot_qid, np.full(cap - slot, -1, np.int64)])
+            self.nslots += 1
+            self.nlive += 1
+            self.qf[:, slot] = (float(phi), max(float(eps), self.eps), math.nan)
+            self.qi[:, slot] = (start, -1, -1, 1)
+            self.slot_qid[slot] = qid
+            self.meta[K.M_HS] = K.heap_push(self.heap, self.qi, int(self.meta[K.M_HS]), slot)
+        self.q[qid] = (float(phi), float(eps), start, bool(notify), slot)
 
     def terminate(self, qid: int) -> None:
-        self.q.pop(int(qid), None)
-        self.last.pop(int(qid), None)
-        self.dead.pop(int(qid), None)
+        e = self.q.pop(int(qid), None)
+        if e is not None and e[4] >= 0:
+            self.qi[K.Q_ON, e[4]] = 0
+            self.nlive -= 1
 
     def alive(self) -> int:
         return len(self.q)
 
-    # ------------------------------------------------------------------ buckets
-    def _close(self) -> None:
-        if self.open_v:
-            vals = np.asarray(self.open_v, np.float64)
-            self.blo.append(self.open_lo)
-            self.bhi.append(self.open_s[-1])
-            self.bcnt.append(len(vals))
-            self.btup.append(_compress_bucket(vals, self.eps))
-            self.open_v = []
-            self.open_s = []
-
-    def _expire(self, n: int) -> None:
-        lo = n - int(self.rows) + 1
-        k = 0
-        while k < len(self.bhi) and self.bhi[k] < lo:
-            k += 1
-        if k:
-            del self.blo[:k], self.bhi[:k], self.bcnt[:k], self.btup[:k]
-
-    def _window(self, n: int, start: int, with_seq: bool = False):
-        """(merged tuples of the buckets inside, x_min, x_max) for the window after element n;
-        with_seq: also each tuple's earliest possible seq (its bucket's first seq)."""
-        l0 = max(start + 1, n - int(self.rows) + 1)
-        parts = []
-        firsts = []
-        xmin = xmax = 0
-        for a, b, c, t in zip(self.blo, self.bhi, self.bcnt, self.btup, strict=True):
-            if b < l0:
-                continue
-            if a >= l0:
-                parts.append(t)
-                firsts.append(a)
-            else:  # partial: c elements over seqs [a, b], those >= l0 are in the window
-                xmax = min(c, b - l0 + 1)
-                xmin = max(0, c - (l0 - a))
-        if self.open_v:  # the newest bucket's elements are kept: exact
-            ov = np.asarray(self.open_v, np.float64)
-            os_ = np.asarray(self.open_s, np.int64)
-            keep = os_ >= l0
-            ov = ov[keep]
-            parts.append(np.sort(ov))
-            firsts.append(int(os_[keep][0]) if keep.any() else n)
-        if not with_seq:
-            return merge_summaries(parts), xmin, xmax
-        tup, part = merge_summaries(parts, return_part=True)
-        return tup, xmin, xmax, np.asarray(firsts, np.int64)[part] if len(part) else np.empty(0, np.int64)
-
-    @staticmethod
-    def _answer(tup: np.ndarray, xmin: int, xmax: int, phi: np.ndarray, with_index: bool = False):
-        """(values, err0) of queries phi against merged tuples with x in [xmin, xmax] unknown
-        (with_index: also the chosen tuple indices)."""
-        if not len(tup):  # empty window (or only unknown elements: never with B <= W)
-            z = (np.full(len(phi), np.nan), np.zeros(len(phi)) if xmax == 0 else np.full(len(phi), np.inf))
-            return (*z, np.zeros(len(phi), np.int64)) if with_index else z
-        m = tup[-1, 2]
-        tmin = np.maximum(1.0, np.ceil(phi * (m + xmin) - 1e-9))
-        tmax = np.maximum(1.0, np.ceil(phi * (m + xmax) - 1e-9))
-        lo, hi = tup[:, 1], tup[:, 2]
-        key = lo + hi
-        i = np.searchsorted(key, tmax + tmin - xmax)
-        best = np.empty(len(phi), np.int64)
-        err = np.full(len(phi), np.inf)
-        for cand in (i - 1, i):
-            c = np.clip(cand, 0, len(tup) - 1)
-            e = np.maximum(np.maximum(tmax - lo[c], hi[c] + xmax - tmin), 0.0)
-            better = e < err
-            best[better], err[better] = c[better], e[better]
-        if with_index:
-            return tup[best, 0], err, best
-        return tup[best, 0], err
+    # ------------------------------------------------------------------ capacity
+    def _room(self, k: int) -> None:
+        """Room for k more elements' blocks, samples and merged entries (compacting first)."""
+        m = self.meta
+        need = min(self.B + 1, int(m[K.M_OC]) + k + 1)  # the open block (and the front, never larger)
+        if need > self.ob.shape[1]:
+            cap = min(self.B + 1, max(need, 2 * self.ob.shape[1]))
+            ob, obs = np.empty((2, cap)), np.zeros((2, cap), np.int64)
+            ob[:, :self.ob.shape[1]], obs[:, :self.ob.shape[1]] = self.ob, self.obs
+            self.ob, self.obs = ob, obs
+        bh, bt = int(m[K.M_BH]), int(m[K.M_BT])
+        need_b = bt - bh + 2 * k + 4
+        if bt + 2 * k + 4 > self.blk.shape[1]:
+            blk = np.zeros((6, max(self.blk.shape[1], 2 * need_b)), np.int64)
+            blk[:, :bt - bh] = self.blk[:, bh:bt]
+            self.blk = blk
+            t = int(m[K.M_T])
+            self.mi[K.I_B, :t] -= bh
+            m[K.M_MH] -= bh
+            if m[K.M_FX] >= 0:
+                m[K.M_FX] -= bh
+            m[K.M_BT] = bt - bh
+            m[K.M_BH] = 0
+            bh, bt = 0, bt - bh
+        sh, st = int(m[K.M_SH]), int(m[K.M_ST])
+        ko = k + int(m[K.M_OC]) + 2  # new samples: at most the elements closed in this push
+        need_s = st - sh + ko
+        if st + ko > len(self.sv):
+            cap = max(len(self.sv), 2 * need_s)
+            sv, si = np.empty(cap), np.zeros((2, cap), np.int64)
+            sv[:st - sh], si[:, :st - sh] = self.sv[sh:st], self.si[:, sh:st]
+            self.sv, self.si = sv, si
+            self.blk[K.B_OFF, bh:bt] -= sh
+            m[K.M_SH], m[K.M_ST] = 0, st - sh
+        t = int(m[K.M_T])
+        if t + ko > len(self.mv):
+            cap = 2 * (t + ko)
+            mv, mi = np.empty(cap), np.zeros((4, cap), np.int64)
+            mv[:t], mi[:, :t] = self.mv[:t], self.mi[:, :t]
+            self.mv, self.mi = mv, mi
+            self.mv2, self.mi2 = np.empty(cap), np.zeros((2, cap), np.int64)
+            K._ranks(self.mv, self.mi, t, self.mv2)  # mv2 holds the coarse index between merges
 
     # ------------------------------------------------------------------ elements
     def push(self, values: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        seqs = np.asarray(seqs, np.int64)
-        x = np.asarray(values, np.float64)
+        seqs = np.ascontiguousarray(seqs, np.int64)
+        x = np.ascontiguousarray(values, np.float64)
         if len(x) != len(seqs):
             raise ValueError("values and seqs differ in length")
         if not len(x):
             return _EMPTY
         check_increasing(seqs, self.last_seq if self.npushed else None)
-        holes = bool(np.isnan(x).any())
-        elem = np.flatnonzero(~np.isnan(x)) if holes else None
-        notify = [q for q, e in self.q.items() if e[3]]
-        uq: list[np.ndarray] = []
-        uo: list[np.ndarray] = []
-        uv: list[np.ndarray] = []
+        if not self.npushed:
+            self.first_seq = int(seqs[0])
+        self._room(len(x))
+        self.meta[K.M_NOUT] = 0
         p = 0
         while p < len(x):
-            # elements up to the bucket's end (or the next due trigger, for notify queries); a
-            # bucket closes when an element arrives past its seqs and starts at an element, so
-            # positions without element (holes) change no bucket, whatever the batches
-            past = self.open_v and seqs[p] - self.open_lo + 1 > self.B
-            if past and not (holes and np.isnan(x[p])):
-                self._close()
-                past = False
-            if holes:
-                k = int(np.searchsorted(elem, p))
-                nxt = int(elem[k]) if k < len(elem) else len(x)  # the next element (index)
-                if not self.open_v:
-                    self.open_lo = int(seqs[nxt]) if nxt < len(x) else int(seqs[-1]) + 1
-            elif not self.open_v:
-                self.open_lo = int(seqs[p])
-            if past:  # holes after a full bucket: up to the next element
-                end = nxt
-            else:
-                end = int(np.searchsorted(seqs, self.open_lo + self.B, "left"))  # first seq past the bucket
-            if notify:
-                due = min(self.dead[q] for q in notify)
-                end = min(end, max(p + 1, int(np.searchsorted(seqs, due + 1, "right"))))
-            end = max(end, p + 1)
-            if holes:  # positions without element (rejected rows) move the window only
-                keep = ~np.isnan(x[p:end])
-                self.open_v.extend(x[p:end][keep].tolist())
-                self.open_s.extend(seqs[p:end][keep].tolist())
-            else:
-                self.open_v.extend(x[p:end].tolist())
-                self.open_s.extend(seqs[p:end].tolist())
-            if not self.npushed:
-                self.first_seq = int(seqs[0])
-            self.last_seq = int(seqs[end - 1])
-            self.npushed += end - p
-            n = self.last_seq
-            p = end
-            if notify:
-                self._expire(n)
-                bucket_full = bool(self.open_v) and n == self.open_lo + self.B - 1  # its last seq
-                todo = [q for q in notify if self.dead[q] < n or (bucket_full and self.dead[q] < n + self.B)]
-                if todo:
-                    q, v = self._evaluate(todo, n)
-                    if len(q):
-                        uq.append(q)
-                        uo.append(np.full(len(q), p - 1, np.int64))
-                        uv.append(v)
-        self._expire(self.last_seq)
-        if not uq:
+            oslot, ooff, oval = self.out
+            p = int(K.push(x, seqs, p, self.meta, self.ob, self.obs, self.blk, self.sv, self.si, self.mv, self.mi, self.mv2,
+                           self.mi2, self.eps, self.qf, self.qi, self.heap, self.nlive, oslot, ooff, oval))
+            if p < len(x):
+                k = int(self.meta[K.M_NOUT])
+                cap = 2 * (len(oslot) + self.nlive + 1)
+                self.out = tuple(np.concatenate([a[:k], np.empty(cap - k, a.dtype)]) for a in self.out)
+        k = int(self.meta[K.M_NOUT])
+        if not k:
             return _EMPTY
-        q, o, v = np.concatenate(uq), np.concatenate(uo), np.concatenate(uv)
+        q = self.slot_qid[self.out[0][:k]]
+        o, v = self.out[1][:k].copy(), self.out[2][:k].copy()
         order = np.lexsort((q, o))
         return q[order], o[order], v[order]
-
-    def _evaluate(self, qids: list[int], n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Algorithm 3 on the window summary: re-evaluate qids (grouped by window start)."""
-        out_q: list[int] = []
-        out_v: list[float] = []
-        groups: dict[int, list[int]] = {}
-        lw = n - int(self.rows) + 1
-        for q in qids:
-            groups.setdefault(max(self.q[q][2] + 1, lw), []).append(q)
-        for _, qs in groups.items():
-            self.evaluations += len(qs)
-            tup, xmin, xmax, first = self._window(n, self.q[qs[0]][2], with_seq=True)
-            phi = np.array([self.q[q][0] for q in qs])
-            e = np.maximum(np.array([self.q[q][1] for q in qs]), self.eps)
-            vals, err, idx = self._answer(tup, xmin, xmax, phi, with_index=True)
-            nw = (tup[-1, 2] if len(tup) else 0) + xmin
-            d = np.floor((e * nw + 1 - err) / (2 + e))
-            if len(tup):  # the value's element may leave the window: at the latest after seq first + W - 1
-                d = np.minimum(d, first[idx] + int(self.rows) - 1 - n)
-            for q, v, dd in zip(qs, vals.tolist(), d.tolist(), strict=True):
-                self.dead[q] = n + max(0, int(dd)) if math.isfinite(dd) else n
-                if v != self.last[q] and not (math.isnan(v) and math.isnan(self.last[q])):
-                    self.last[q] = v
-                    out_q.append(q)
-                    out_v.append(v)
-        return np.array(out_q, np.int64), np.array(out_v)
 
     def lookup(self, qids: np.ndarray, n: int) -> np.ndarray:
         qids = np.asarray(qids, np.int64)
         out = np.full(len(qids), np.nan)
+        ask: list[int] = []
         for i, q in enumerate(qids.tolist()):
-            if q not in self.q:
+            e = self.q.get(q)
+            if e is None:
                 raise KeyError(f"qid {q} is not registered")
-            phi, _, start, notify = self.q[q]
-            if notify and n <= self.last_seq:
-                out[i] = self.last[q]
-                continue
-            # beyond the last position pushed (a seq gap, or past the end): the window at n, as
-            # without notify (the positions up to n are pushed, as NaN, with the next elements)
-            self._expire(max(n, self.last_seq))
-            tup, xmin, xmax = self._window(n, start)
-            out[i] = self._answer(tup, xmin, xmax, np.array([phi]))[0][0]
+            if e[3] and n <= self.last_seq:
+                out[i] = self.qf[K.F_LAST, e[4]]
+            else:
+                # beyond the last position pushed (a seq gap, or past the end): the window at n,
+                # as without notify (the positions up to n are pushed, as NaN, with the next rows)
+                ask.append(i)
+        if ask:
+            phi = np.array([self.q[int(qids[i])][0] for i in ask])
+            start = np.array([self.q[int(qids[i])][2] for i in ask], np.int64)
+            res = np.empty(len(ask))
+            n = max(int(n), self.last_seq)
+            meta, ob, obs, blk, mv, mi = self.meta, self.ob, self.obs, self.blk, self.mv, self.mi
+            if n > self.last_seq:  # the window at n, on a copy (the positions before n are pushed later)
+                meta, ob, obs, blk, mv, mi = (a.copy() for a in (meta, ob, obs, blk, mv, mi))
+                mv2 = self.mv2.copy()
+                K.expire(meta, ob, obs, blk, self.sv, self.si, mv, mi, mv2, n - int(self.rows) + 1)
+            else:
+                mv2 = self.mv2
+            K.lookup(meta, ob, obs, blk, self.sv, self.si, mv, mi, mv2, phi, start, n, res)
+            out[np.asarray(ask)] = res
         return out
 
     def summary(self, qid: int, n: int) -> np.ndarray:
-        """Merged tuples of the query's window (partial bucket left out): (m, 3) rows (v, r-, r+)."""
-        return self._window(n, self.q[int(qid)][2])[0]
+        """Merged tuples of the query's window (partial block left out): (m, 3) rows (v, r-, r+)."""
+        start = self.q[int(qid)][2]
+        lq = max(start + 1, int(n) - int(self.rows) + 1)
+        je, open_in, front_in = K.window(self.meta, self.blk, lq)[:3]
+        parts = self.btup[je - int(self.meta[K.M_BH]):]
+        if open_in:
+            parts.append(self.ob[0, :int(self.meta[K.M_OC])].copy())
+        if front_in:
+            parts.append(self.ob[1, :int(self.meta[K.M_PC])].copy())
+        return merge_summaries(parts)
 
+    # ------------------------------------------------------------------ state
     def state(self) -> dict[str, Any]:
         qs = sorted(self.q)
         return {
-            "eps": self.eps, "rows": self.rows, "blo": np.array(self.blo, np.int64), "bhi": np.array(self.bhi, np.int64),
-            "bcnt": np.array(self.bcnt, np.int64), "btup": list(self.btup), "open_v": np.array(self.open_v),
-            "open_s": np.array(self.open_s, np.int64), "first_seq": self.first_seq,
-            "open_lo": self.open_lo, "last_seq": self.last_seq, "npushed": self.npushed,
+            "eps": self.eps, "rows": self.rows, "meta": self.meta.copy(), "ob": self.ob.copy(), "obs": self.obs.copy(), "blk": self.blk.copy(),
+            "sv": self.sv.copy(), "si": self.si.copy(), "mv": self.mv.copy(), "mi": self.mi.copy(),
+            "qf": self.qf.copy(), "qi": self.qi.copy(), "heap": self.heap.copy(), "slot_qid": self.slot_qid.copy(),
+            "nslots": self.nslots, "nlive": self.nlive, "first_seq": self.first_seq,
             "qids": np.array(qs, np.int64), "phi": np.array([self.q[q][0] for q in qs]),
             "eps_q": np.array([self.q[q][1] for q in qs]), "start": np.array([self.q[q][2] for q in qs], np.int64),
-            "notify": np.array([self.q[q][3] for q in qs], bool),
-            "last": np.array([self.last.get(q, math.nan) for q in qs]),
-            "dead": np.array([self.dead.get(q, -1) for q in qs], np.int64),
+            "notify": np.array([self.q[q][3] for q in qs], bool), "slot": np.array([self.q[q][4] for q in qs], np.int64),
         }
 
     @classmethod
     def from_state(cls, s: dict[str, Any]) -> Sliding:
         op = cls(float(s["eps"]), s["rows"])
-        op.blo, op.bhi, op.bcnt = s["blo"].tolist(), s["bhi"].tolist(), s["bcnt"].tolist()
-        op.btup = [np.asarray(t, np.float64).reshape(-1, 3) for t in s["btup"]]
-        op.open_v = s["open_v"].tolist()
-        op.open_s = s["open_s"].tolist()
-        op.first_seq = int(s["first_seq"])
-        op.open_lo, op.last_seq, op.npushed = int(s["open_lo"]), int(s["last_seq"]), int(s["npushed"])
-        for q, phi, e, st, nt, la, de in zip(s["qids"].tolist(), s["phi"].tolist(), s["eps_q"].tolist(),
-                                             s["start"].tolist(), s["notify"].tolist(), s["last"].tolist(),
-                                             s["dead"].tolist(), strict=True):
-            op.q[q] = (phi, e, st, bool(nt))
-            if nt:
-                op.last[q], op.dead[q] = la, de
+        for k in ("meta", "ob", "obs", "blk", "sv", "si", "mv", "mi", "qf", "qi", "heap", "slot_qid"):
+            setattr(op, k, np.array(s[k]))
+        op.mv2, op.mi2 = np.empty(len(op.mv)), np.zeros((2, len(op.mv)), np.int64)
+        K._ranks(op.mv, op.mi, int(op.meta[K.M_T]), op.mv2)
+        op.nslots, op.nlive, op.first_seq = int(s["nslots"]), int(s["nlive"]), int(s["first_seq"])
+        for q, phi, e, st, nt, sl in zip(s["qids"].tolist(), s["phi"].tolist(), s["eps_q"].tolist(),
+                                         s["start"].tolist(), s["notify"].tolist(), s["slot"].tolist(), strict=True):
+            op.q[q] = (phi, e, st, bool(nt), sl)
         return op
