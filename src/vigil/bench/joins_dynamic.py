@@ -45,12 +45,18 @@ DYN_PRESETS: dict[str, dict[str, Any]] = {
     "fig12": {"points": [(n, n, None, None) for n in GRID], "key": "size"},
     "fig15": {"points": [(500_000, 500_000, s, None) for s in (3.0, 1.0, 0.3, 0.1, 0.03)], "key": "key_spread"},
     "fig18": {"points": [(500_000, 500_000, None, s) for s in (3e6, 1e6, 3e5, 1e5, 3e4)], "key": "a_sigma"},
+    # where routing wins: fig9's clustered query set (70% of the rangeC's in hotspots) and the
+    # fit's mixed arrival distributions; size = |Q| (thousands), |S| = 100,000 (x scale)
+    "fig9mix": {"points": [(n, 100_000, None, None) for n in (100_000, 500_000)], "key": "size",
+                "hot_frac": 0.7, "mixed": True},
 }
 
 
-def load(kind: str, nq: int, ns: int, seed: int, n_arr: int, key_spread=None, a_sigma=None, mixed=False):
+def load(kind: str, nq: int, ns: int, seed: int, n_arr: int, key_spread=None, a_sigma=None, mixed=False,
+         hot_frac=None):
     """A count-mode ``Dynamic`` holding every plan, with |S| = ns stored and nq queries, and the
-    arriving tuples (key, x, t) (``mixed``: the fit's mixture of arrival distributions)."""
+    arriving tuples (key, x, t) (``mixed``: the fit's mixture of arrival distributions;
+    ``hot_frac``: select joins on fig9's clustered query set, workloads.joins.cluster_rangec)."""
     rng = np.random.default_rng(seed + 7)
     op = Dynamic(kind, "count")
     if kind == "band":
@@ -62,6 +68,8 @@ def load(kind: str, nq: int, ns: int, seed: int, n_arr: int, key_spread=None, a_
     else:
         win = 0.2 * ns if kind == "window" else None
         w = wl.select_workload(n_queries=nq, n_tuples=ns, n_arrivals=1, seed=seed, window=win)
+        if hot_frac is not None:
+            w = wl.cluster_rangec(w, hot_frac, seed)
         st = np.arange(ns, dtype=np.float64) if kind == "window" else None
         op.insert("right", np.arange(1, ns + 1), w["s_key"], w["s_x"].reshape(-1, 1), st)
         for i, s in enumerate(wl.specs(kind, w["rows"], w["w"])):
@@ -257,7 +265,8 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
         nq, ns = max(100, int(nq0 * scale)), max(100, int(ns0 * scale))
         label = {"size": nq0 // 1000, "key_spread": ks, "a_sigma": sa}[cfg["key"]]
         n_arr = 200_000
-        op, key, x, t = load("select", nq, ns, seed, n_arr + 1, key_spread=ks, a_sigma=sa)
+        op, key, x, t = load("select", nq, ns, seed, n_arr + 1, key_spread=ks, a_sigma=sa,
+                             mixed=cfg.get("mixed", False), hot_frac=cfg.get("hot_frac"))
         st = op.stats("left", key[:2000], x[:2000], t[:2000], exact=True)
         point = {cfg["key"]: label, "queries": nq, "stored": ns, "join_rate": float(np.mean(st["mp"])),
                  "selection_rate": float(np.mean(st["np"]) / max(nq, 1))}

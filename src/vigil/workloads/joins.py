@@ -19,7 +19,8 @@ Table I, and where we had to choose:
   c_domain = 10^4 is the "clustered C" variant (midpoints Uni(0, 10,000) read literally: only
   S tuples with C < ~10,000, 1% of them, can be in any rangeC, and an R-tree of the query
   rectangles rejects the other 99% of a tuple's partners at its root). c_len sets the stabbing
-  number tau (c_len = 600 gives tau ~ 40 at 10^5 queries on the clustered variant).
+  number tau; by default c_len = 600 c_domain / 10^4 (60,000 on S.C's domain, 600 on the
+  clustered variant), which gives tau ~ 30-40 at 10^4-10^5 queries, the "roughly 30" of Fig. 7(i).
 * band ranges rangeB: midpoints ~ Uni(-D/2, D/2), lengths ~ Normal(b_len, (b_len/5)^2).
 Lengths are clipped to >= 0. Query tables are float64 rows (alo, ahi, clo, chi) or (lo, hi).
 """
@@ -52,7 +53,7 @@ def _lengths(rng, n, mean):
 
 
 def select_workload(n_queries=100_000, n_tuples=100_000, n_arrivals=10_000, b_domain=100, a_len=100_000.0,
-                    a_mid_sigma=250_000.0, c_len=600.0, seed=0, window=None, c_domain=1_000_000.0):
+                    a_mid_sigma=250_000.0, c_len=None, seed=0, window=None, c_domain=1_000_000.0):
     rng = np.random.default_rng(seed)
     D = b_domain
     s_key = np.clip(np.rint(rng.normal(D / 2, D / 10, n_tuples)), 0, D).astype(np.int64)
@@ -64,11 +65,26 @@ def select_workload(n_queries=100_000, n_tuples=100_000, n_arrivals=10_000, b_do
     amid = rng.normal(500_000, a_mid_sigma, n_queries)
     alen = _lengths(rng, n_queries, a_len)
     cmid = rng.uniform(0, c_domain, n_queries)
-    clen = _lengths(rng, n_queries, c_len)
+    clen = _lengths(rng, n_queries, 600.0 * c_domain / 10_000 if c_len is None else c_len)
     rows = np.stack([amid - alen / 2, amid + alen / 2, cmid - clen / 2, cmid + clen / 2], 1).round()
     w = None if window is None else rng.uniform(window / 2, window, n_queries)
     return {"s_key": s_key, "s_x": s_c, "r_key": r_key, "r_x": r_a, "in_key": in_key, "in_x": in_a,
             "rows": rows, "w": w}
+
+
+def cluster_rangec(w: dict, hot_frac: float, seed: int) -> dict:
+    """Fig. 9's query set (in place on a select workload ``w``): a fraction ``hot_frac`` of the
+    rangeC's drawn around 20 hot centres in [0, 5,000] (lengths ~ Normal(200, 20^2)), the rest
+    short ranges (~ Normal(2, 0.5^2)) scattered over the disjoint [5,000, 10,000]."""
+    rng = np.random.default_rng(seed + 1)
+    n = len(w["rows"])
+    hot = rng.random(n) < hot_frac
+    centres = rng.uniform(0, 5_000, 20)
+    mid = np.where(hot, centres[rng.integers(0, 20, n)] + rng.normal(0, 20, n), rng.uniform(5_000, 10_000, n))
+    ln = np.where(hot, np.abs(rng.normal(200, 20, n)), np.abs(rng.normal(2, 0.5, n)))
+    w["rows"][:, 2] = (mid - ln / 2).round()
+    w["rows"][:, 3] = (mid + ln / 2).round()
+    return w
 
 
 def band_workload(n_queries=100_000, n_tuples=100_000, n_arrivals=10_000, b_domain=10_000, b_len=40.0, seed=0,
