@@ -338,8 +338,10 @@ def key_column(table: pa.Table, name: str) -> tuple[np.ndarray, dict[int, str]]:
     col = table.column(name)
     if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
         col = pc.cast(col, pa.string())
-    arr = np.array(col.to_pylist(), dtype=object)
-    reasons = {int(i): f"key column {name!r} is null" for i in np.flatnonzero(pd_isnull(arr))}
+    arr = np.empty(n, object)  # str or None, without a Python object per row on the way
+    arr[:] = col.to_numpy(zero_copy_only=False) if n else []
+    nulls = np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)) if n else []
+    reasons = {int(i): f"key column {name!r} is null" for i in nulls}
     return arr, reasons
 
 
