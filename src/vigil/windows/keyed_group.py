@@ -57,7 +57,8 @@ class KeyedWindowGroup(Group):
         self.wanted = self._w  # code -> queries reading it (keyed + matching group_by)
         self.n_all = 0  # group_by queries without equalities: every key is read
         self.gq: dict[int, tuple[list, list[int]]] = {}  # group_by qid -> ([(key pos, text)], report pos)
-        self._rep_cache: dict[tuple, tuple] = {}  # report positions -> (keys known, key texts, rank)
+        self._rep_cache: dict[tuple, tuple] = {}
+        self._mcache: dict[tuple, tuple[int, np.ndarray]] = {}  # equalities -> (keys known, matching)  # report positions -> (keys known, key texts, rank)
 
     def time_column(self):
         return self.params["time_column"]
@@ -89,6 +90,14 @@ class KeyedWindowGroup(Group):
         """Which keys (codes >= k0) have the texts fx = [(pos, text)] at those positions."""
         parts = [t.split(SEP) if len(self.kc) > 1 else [t] for t in self.texts[k0:]]
         return np.array([all(p[i] == x for i, x in fx) for p in parts], bool)
+
+    def _matches(self, fx: list) -> np.ndarray:
+        """_match over every key, extended only for the keys added since the last call."""
+        n, m = self._mcache.get(tuple(fx), (0, np.zeros(0, bool)))
+        if n < len(self.texts):
+            m = np.concatenate([m, self._match(fx, n)])
+            self._mcache[tuple(fx)] = (len(self.texts), m)
+        return m
 
     def _code_of(self, text: str) -> int:
         if text not in self.code:
@@ -175,7 +184,7 @@ class KeyedWindowGroup(Group):
         self.op.register(qid, spec, start, -1)
         self.gq[int(qid)] = (fx, [self.kc.index(c) for c in gb])
         if fx:
-            self.wanted += self._match(fx)
+            self.wanted += self._matches(fx)
         else:
             self.n_all += 1
 
@@ -187,7 +196,7 @@ class KeyedWindowGroup(Group):
             key = self.op.q[qid][0] if isinstance(self.op, KeyedWindows) else self.op._q[qid][0]
             self.wanted[key] -= 1
         elif g[0]:
-            self.wanted -= self._match(g[0])
+            self.wanted -= self._matches(g[0])
         else:
             self.n_all -= 1
         self.op.terminate(qid)
@@ -202,7 +211,7 @@ class KeyedWindowGroup(Group):
         for i, q in enumerate(qids.tolist()):
             if q in self.gq:
                 fx, rep = self.gq[q]
-                cand = np.flatnonzero(self._match(fx)) if fx else np.arange(len(self.texts))
+                cand = np.flatnonzero(self._matches(fx)) if fx else np.arange(len(self.texts))
                 codes, vals = self.op.lookup_group(q, cand, self.t_last)
                 keys, rank = self._reports(rep)
                 o = np.argsort(rank[codes], kind="stable")
