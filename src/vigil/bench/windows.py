@@ -26,7 +26,7 @@ names are ``<implementation>_<agg>`` (``rint_sum``, ``bint_max``, ``bint_qnt_qua
 fig11's N_max is max(10^5, 2 W) (distinct windows at every W); ``VIGIL_FIG11_W=10000,100000``
 restricts it to some widths.
 
-fig10 and fig11 record the process CPU time of each run beside its wall time (``extra.cpu_seconds``,
+fig9, fig10 and fig11 record the process CPU time of each run beside its wall time (``extra.cpu_seconds``,
 ``extra.cpu_rate_per_s``; DuckDB's threads count: it is the process's time). A run whose measured
 wall time exceeds ``budget`` seconds stops and its cost is extrapolated linearly
 to the whole input (``extra.prefix``, ``extra.measured_seconds``). The first lookup batch of every
@@ -185,10 +185,10 @@ def run_fig9(algos, scale, batches, budget, seed, console) -> tuple[dict, list[R
                 _push(op, vals[:1000], seqs[:1000])  # warm-up: every window full
                 _lookup(op, qids[:4], 1000)
                 verified = _verify(op, agg, windows, vals, seqs, 1000, qids)
-                pos, qi, done, t_all = 1000, 0, 0, 0.0
+                pos, qi, done, t_all, c_all = 1000, 0, 0, 0.0, 0.0
                 gc.collect()
                 for u, lk in blocks:
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     if u:
                         _push(op, vals[pos:pos + u], seqs[pos:pos + u])
                         pos += u
@@ -196,13 +196,16 @@ def run_fig9(algos, scale, batches, budget, seed, console) -> tuple[dict, list[R
                         _lookup(op, qids[qi:qi + lk], pos)
                         qi += lk
                     t_all += time.perf_counter() - t0
+                    c_all += time.process_time() - c0
                     done += u + lk
                     if budget and t_all > budget:
                         break
                 secs = t_all * n_events / done
-                results.append(_result(algo, secs, n_events, {"update_fraction": frac, "batch": batch}, t_all, done,
-                                       verified))
-                console.log(f"fig9 frac={frac} batch={batch} {algo}: {n_events / secs:,.0f} events/s")
+                res = _result(algo, secs, n_events, {"update_fraction": frac, "batch": batch}, t_all, done, verified)
+                _cpu(res, c_all, done)
+                results.append(res)
+                console.log(f"fig9 frac={frac} batch={batch} {algo}: {n_events / secs:,.0f} events/s "
+                            f"({res.extra['cpu_rate_per_s']:,.0f}/s of process CPU time)")
     return {"operators": n_ops, "events": n_events, "fractions": FIG9_FRACTIONS, "batches": batches}, results
 
 
