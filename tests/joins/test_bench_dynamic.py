@@ -41,3 +41,12 @@ def test_dynamic_preset_smoke(tmp_path):
         if r["algo"] == "optimum":
             assert 0 <= r["extra"]["match"] <= 1 and sum(r["extra"]["breakdown"].values()) == r["extra"]["n"]
     assert out.with_suffix(".png").exists()
+
+
+@pytest.mark.slow  # a benchmark preset end to end: make test-all
+def test_fig9mix_preset_smoke(tmp_path):
+    out = tmp_path / "fig9mix.json"
+    run_preset("fig9mix", scale=0.001, batches=[50], budget=0.05, out=out)
+    doc = json.loads(out.read_text())
+    assert {r["algo"] for r in doc["results"]} >= {"dynamic", "join_first", "select_first", "optimum"}
+    assert {r["extra"]["point"]["size"] for r in doc["results"]} == {100, 500}
