@@ -351,14 +351,6 @@ def _np_ops(rng, n: int, make_query, n_queries: int, lookups: int) -> list[dict]
 
 
 GAPS = (1, 1, 1, 2, 5, 100)  # seq steps
-# Known defect, pinned by tests/test_conformance.py::test_notify_rows_window_with_seq_gaps (strict
-# xfail): a notify quantile query over a rows window (Sliding) whose seq has gaps of 100 (a window
-# of 1,000 positions holding ~60 elements) shows values outside eps*N + 1 of the target rank. The
-# error is chosen at evaluation: Sliding's buckets span eps*W/4 seqs, so a dense stretch fills one
-# with up to eps*W/4 elements while the window holds N << W; the window's partial bucket then adds
-# up to half its count to err0 (> eps*N + 1). Quantile logs use steps up to 5 until it is fixed;
-# then use GAPS.
-QUANTILE_GAPS = (1, 1, 1, 2, 5)
 
 
 def _np_finish(rng, cols: dict, ops: list[dict], n: int, gaps: tuple[int, ...] = GAPS, **kw) -> Log:
@@ -504,7 +496,7 @@ def _gen_quantiles(rng, n: int, queries: int, lookups: int) -> Log:
         return q
 
     return _np_finish(rng, {"v": _np_col(rng, v, rate)}, _np_ops(rng, n, make, queries or 30, lookups),
-                      n, gaps=QUANTILE_GAPS, quantile_epsilon=_pick(rng, [0.01, 0.05]))
+                      n, quantile_epsilon=_pick(rng, [0.01, 0.05]))
 
 
 GENERATORS = {"threshold": _gen_threshold, "windows": _gen_windows, "substream": _gen_substream,
