@@ -113,6 +113,8 @@ def joins(
                                "e.g. n_queries=100000"),
     repeats: int = typer.Option(5, "--repeats", help="samples per (strategy, point, batch size), interleaved "
                                 "between strategies; median and range reported"),
+    pairs: bool = typer.Option(True, "--pairs/--no-pairs", help="also time ssi and hotspot with the result "
+                               "pairs materialised (rows ALGO+pairs)"),
     fit: bool = typer.Option(False, "--fit", help="fit the router's cost models (§5.4) on this machine; "
                              "writes --out (load it with VIGIL_JOIN_COSTS=FILE)"),
 ) -> None:
@@ -128,7 +130,7 @@ def joins(
         raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
     run_preset(preset, scale=scale, algos=[a.strip() for a in algos.split(",") if a.strip()] if algos else None,
                out=out, batches=[int(b) for b in batch.split(",")] if batch else None, budget=budget, seed=seed,
-               repeats=repeats, points={points.split("=")[0]: [float(v) for v in points.split("=")[1].split(",")]} if points else None)
+               repeats=repeats, materialise=pairs, points={points.split("=")[0]: [float(v) for v in points.split("=")[1].split(",")]} if points else None)
 
 
 @bench_app.command("quantiles")
