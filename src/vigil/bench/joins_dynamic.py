@@ -17,7 +17,9 @@ objects on the same indexes and the same arriving tuples):
 
 * fig12: |Q| = |S| = 100k..500k (x scale); fig15: |Q| = |S| = 500k (x scale), incoming keys
   ~ Normal(D/2, (spread D)^2) (event join rate); fig18: incoming R.A ~ Normal(500k, sigma^2)
-  (event selection rate).
+  (event selection rate); fig9mix: fig9's clustered query set (70% of the rangeC's in hotspots,
+  workloads.joins.cluster_rangec) at |Q| = 100k and 500k, |S| = 100k (x scale), arrivals from the
+  fit's mixture of nine distributions (where the best plan varies from tuple to tuple).
 * Per point: each static plan and ``dynamic`` push the same batches of ``batch`` tuples,
   interleaved chunk by chunk, for about ``budget`` seconds each (tuples/s); ``optimum`` (SJ-Optimum) times every plan on each of ``n_opt`` tuples and
   keeps the cheapest (its rate: tuples / sum of the per-tuple minima), with dynamic's choice
