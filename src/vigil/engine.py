@@ -128,15 +128,17 @@ class Engine:
                 return vis & own[idx]
         return vis
 
-    def _ready(self, key: str | None) -> Group | None:
+    def _ready(self, key: str | None, changes: bool = True) -> Group | None:
         """Group ``key`` fed the rows deferred for it (:meth:`_segment`): before any operation
         touches a group, and at the end of a batch. None if there is no such group (any more: its
-        queries may mature on those rows)."""
+        queries may mature on those rows). ``changes``: the coming operation may change what the
+        group checks (a registration or termination; not a lookup)."""
         g = self.groups.get(key) if key is not None else None
         if g is None:
             return None
         later = g.__dict__.pop("_later", None)
-        g.__dict__.pop("_chk", None)  # an operation may change what the group checks
+        if changes:
+            g.__dict__.pop("_chk", None)
         if later:
             seg = self._seg or Segment()
             g.feed(self._cols, np.concatenate([r for r, _ in later]), np.concatenate([q for _, q in later]), seg)
@@ -144,22 +146,27 @@ class Engine:
                 self._out.add(seg)
         return self.groups.get(key)
 
-    def _where(self, qid: int) -> str | None:
+    def _where(self, qid: int, changes: bool = True) -> str | None:
         """The group key of alive query ``qid``, its group fed first (None: not alive)."""
-        self._ready(self.where.get(qid))
+        self._ready(self.where.get(qid), changes)
         return self.where.get(qid)
 
     def _seen(self, g: Group, cols: Cols, sub: np.ndarray) -> tuple[list, np.ndarray]:
-        """(``g.checks``, ``g.visible``) on rows ``sub`` of the batch, from one ``checks`` call
-        per group and batch (and per operation on the group), sliced per segment."""
+        """(``g.checks``, ``g.visible``) on rows ``sub`` (ascending) of the batch, sliced from one
+        ``checks`` call over a span of rows that doubles while no registration or termination
+        touches the group: O(rows) per batch plus O(segment + 4096) per such operation."""
         c = g.__dict__.get("_chk")
-        if c is None or c[0] is not cols:
-            full = g.checks(cols, self._rows)
-            vis = np.zeros(len(self._rows), bool)
+        a, b = int(sub[0]), int(sub[-1]) + 1
+        if c is None or c[0] is not cols or a < c[1] or b > c[2]:
+            span = max(b - a, 4096, 2 * (c[2] - c[1]) if c is not None and c[0] is cols else 0)
+            hi = min(len(self._rows), a + span)
+            full = g.checks(cols, self._rows[a:hi])
+            vis = np.zeros(hi - a, bool)
             for m, _ in full:
                 vis |= True if m is None else m
-            c = g._chk = (cols, full, vis)
-        return [(None if m is None else m[sub], refs) for m, refs in c[1]], c[2][sub]
+            c = g._chk = (cols, a, hi, full, vis)
+        o = sub - c[1]
+        return [(None if m is None else m[o], refs) for m, refs in c[3]], c[4][o]
 
     def _flags(self, g: Group, cols: Cols, sub: np.ndarray) -> bool:
         """Whether a column ``g`` checks has a bad value in rows sub[0]..sub[-1] (a superset)."""
@@ -320,7 +327,7 @@ class Engine:
             self.counts["ops_applied"] += 1
             return None
         # lookup
-        key = self._where(qid)
+        key = self._where(qid, False)
         if key is None:
             return self._reject_op(at, ident, f"query {ident!r} is not alive (matured or terminated)")
         g = self.groups[key]
@@ -381,7 +388,7 @@ class Engine:
                 per.setdefault(key, []).append(k)
         answers: dict[int, tuple] = {}
         for key, ks in per.items():
-            got = self._ready(key).lookup_many(np.array([qids[k] for k in ks], np.int64), n)
+            got = self._ready(key, False).lookup_many(np.array([qids[k] for k in ks], np.int64), n)
             answers.update(zip(ks, got, strict=True))
         for k, op in enumerate(ops):
             if k in answers:  # the others are rejected by _apply with its reasons
@@ -458,7 +465,7 @@ class Engine:
                 return k
             key = where.get(qid)
             if key is not None and groups[key].ends_inside_segment:  # its queries may have ended
-                key = self._where(qid)
+                key = self._where(qid, False)
             if key is None or qid in seen:
                 continue
             g = groups[key]

@@ -27,7 +27,7 @@ def judge(eng: Any, cols: Cols, idx: np.ndarray, s: int, e: int,
     c = len(sub)
     for key, g in list(eng.groups.items()):  # a row flagged by a group whose queries may have
         if g.ends_inside_segment and "_later" in g.__dict__ and eng._flags(g, cols, sub):
-            eng._ready(key)  # ended on its deferred rows is judged after they are fed
+            eng._ready(key, False)  # ended on its deferred rows is judged after they are fed
     groups = [g for g in eng.groups.values() if g.qids]
     for g in groups:
         may_end = g.ends_inside_segment
