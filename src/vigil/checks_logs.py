@@ -277,9 +277,10 @@ def quantile_logs(draw, max_rows: int = 40) -> Log:
             q["above" if shape == 0 else "below"] = x
             if draw(st.booleans()):
                 q["rearm"] = x + (-1 if shape == 0 else 1) * draw(st.integers(0, 6))
-        elif shape == 2:
+        elif shape == 2:  # pushed rank queries: whole stream only
             q.pop("phi")
-            q.pop("notify", None)
+            if q.get("rows") is not None or q.get("notify") == "cluster":
+                q.pop("notify", None)
             q["rank_of"] = draw(st.integers(-1, 21))
         if shape in (3, 4, 5) or (shape in (0, 2) and draw(st.booleans())):
             if q.get("notify") == "cluster":

@@ -68,7 +68,7 @@ def test_alerts_keep_the_guarantee(name, batch):
     log = alert_log(900 if batch > 1 else 300, batch=batch)
     check_family("quantiles", name, log, cut=log.stream.num_rows // 2)
     got = run_log(log, {"quantiles": name})
-    assert sum(r["event"] in ("alert", "clear") for r in got) >= 4
+    assert sum(r["event"] in ("alert", "clear") for r in got) >= 2
 
 
 @pytest.mark.parametrize("name", ["casu", "csu", "sliding"])

@@ -45,11 +45,32 @@ def test_rank_answers_within_the_bound_at_every_position(name, batch):
     check_family("quantiles", name, log, cut=log.stream.num_rows // 3)  # checks_quantiles: rank_ok
 
 
-def test_rank_notify_is_refused_with_its_reason():
+@pytest.mark.parametrize("extra", [{"rows": 10}, {"group_by": "v"}])
+def test_rank_notify_over_rows_or_keys_is_refused_with_its_reason(extra):
     log = Log(pa.table({"v": [1.0, 2.0]}), [{"op": "register", "at": 0, "query": {
-        "id": "r", "type": "quantile", "column": "v", "rank_of": 1, "epsilon": 0.01, "notify": True}}])
+        "id": "r", "type": "quantile", "column": "v", "rank_of": 1, "epsilon": 0.01, "notify": True, **extra}}])
     (rej,) = [r for r in run_log(log) if r["event"] == "rejected"]
-    assert "rank_of with notify" in rej["reason"]
+    assert "rank_of with notify: pushed rank queries are served over the whole stream" in rej["reason"]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", [n for n in implementations("quantiles") if n != "sliding"])
+@pytest.mark.parametrize("batch", [1, 128, 3000])
+def test_pushed_rank_within_the_bound_at_every_position(name, batch):
+    """Pushed (notify) rank queries: updates only when the maintained fraction must change; the
+    latest one within the bound after every element (checks_quantiles), few of them (lazy)."""
+    n = 3000 if batch > 1 else 600
+    rng = np.random.default_rng(2)
+    v = np.where(rng.random(n) < 0.5, rng.integers(0, 50, n), rng.normal(300, 80, n).round(1)).astype(float)
+    ops = [{"op": "register", "at": 0, "query": {"id": "r", "type": "quantile", "column": "v", "rank_of": 300,
+                                                 "epsilon": 0.01, "notify": True}},
+           {"op": "register", "at": n // 6, "query": {"id": "r2", "type": "quantile", "column": "v", "rank_of": 40,
+                                                      "epsilon": 0.02, "notify": True}},
+           {"op": "lookup", "at": n // 3, "id": "r"}, {"op": "terminate", "at": n // 2, "id": "r2"}]
+    log = Log(pa.table({"v": v}), ops, quantile_epsilon=0.005, batch=batch)
+    check_family("quantiles", name, log, cut=n // 4)
+    ups = [r for r in run_log(log, {"quantiles": name}) if r["event"] == "update"]
+    assert 2 <= len(ups) <= n // 20, len(ups)
 
 
 def test_rank_from_summaries():

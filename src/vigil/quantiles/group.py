@@ -33,6 +33,7 @@ from ..group import Group
 from ..specs import QuantileSpec
 from .alerts import ALERT, Alerts, spec_alert
 from .rank import rank_answers
+from .rank_push import RankPush
 
 
 class QuantileGroup(Group):
@@ -67,6 +68,7 @@ class QuantileGroup(Group):
         self.fed: int | None = None  # the last position pushed to the operator
         self.alerts = Alerts()  # alert queries (above/below), by qid: alerts.py
         self.rank: dict[int, float] = {}  # rank queries: qid -> rank_of (answered from summaries)
+        self.rank_push = RankPush()  # pushed rank queries (rank_push.py)
 
     def part_tag(self):
         return "seq"
@@ -81,11 +83,16 @@ class QuantileGroup(Group):
         alert = spec_alert(spec)
         if (alert or spec.rank_of is not None) and self.engine.partial is not None:
             raise Unsupported("quantile alerts and rank queries are not served in sharded mode")
-        if spec.rank_of is not None and spec.notify:
-            raise Unsupported("rank_of with notify: a rank query is answered on lookup")
+        if spec.rank_of is not None and spec.notify and spec.rows is not None:
+            raise Unsupported("rank_of with notify: pushed rank queries are served over the whole stream (no rows)")
         if alert:  # a notify query whose updates feed its alert machine (alerts.py)
             notify = True
         phi = 0.5 if spec.phi is None else float(spec.phi)  # rank queries only read the summary
+        if spec.rank_of is not None and spec.notify:  # maintained by rank_push, not by the operator
+            self.op.register(qid, phi, float(spec.epsilon), start, notify=False)
+            self.rank_push.add(qid, float(spec.rank_of), max(float(spec.epsilon), float(self.engine.quantile_epsilon)))
+            self.rank[qid] = float(spec.rank_of)
+            return
         self.op.register(qid, phi, float(spec.epsilon), start, notify=notify)
         if spec.notify or alert:
             self.notify.add(qid)
@@ -101,6 +108,7 @@ class QuantileGroup(Group):
         self.notify.discard(qid)
         self.alerts.drop(qid)
         self.rank.pop(qid, None)
+        self.rank_push.drop(qid)
         self.op.terminate(qid)
 
     def feed_positions(self, cols, rows, seqs, vis, seg):
@@ -138,7 +146,11 @@ class QuantileGroup(Group):
         self._push(cols.get(self.params["column"], "num")[0][rows], seqs, seg)
 
     def _push(self, x, seqs, seg):
-        qids, offsets, values = self.op.push(x, seqs)
+        if self.rank_push.q:  # pushed rank queries: the push is cut where one is due
+            qids, offsets, values = self.rank_push.push(self.op, x, seqs)
+        else:
+            qids, offsets, values = self.op.push(x, seqs)
+            self.rank_push.pushed += len(x)
         self.fed = int(seqs[-1])
         if not self.cluster:
             if len(qids) and self.alerts.n:  # alert queries: only their crossings (alerts.py)
@@ -172,6 +184,9 @@ class QuantileGroup(Group):
         out = self.op.lookup(qids, n)
         if self.rank:
             out = rank_answers(self.op, self.rank, np.asarray(qids, np.int64), n, out)
+            for i, q in enumerate(np.asarray(qids, np.int64).tolist()):
+                if q in self.rank_push.q:  # its maintained value
+                    out[i] = self.rank_push.value(q)
         return [(None if math.isnan(x) else x, None) for x in out.tolist()]
 
     def summary(self, qid: int, n: int) -> np.ndarray:
@@ -180,7 +195,7 @@ class QuantileGroup(Group):
     def state(self) -> dict[str, Any]:
         return {**super().state(), "fresh": np.array(sorted(self.fresh), np.int64),
                 "notify": np.array(sorted(self.notify), np.int64), "fed": -2**63 if self.fed is None else self.fed,
-                "alerts": self.alerts.state(), "rank_q": np.array(sorted(self.rank), np.int64),
+                "alerts": self.alerts.state(), "rank_push": self.rank_push.state(), "rank_q": np.array(sorted(self.rank), np.int64),
                 "rank_x": np.array([self.rank[q] for q in sorted(self.rank)], np.float64)}
 
     def load(self, s: dict[str, Any]) -> None:
@@ -191,5 +206,6 @@ class QuantileGroup(Group):
         # a snapshot without the notify set: follow every position (harmless without notify)
         self.notify = set(np.asarray(s["notify"], np.int64).tolist()) if "notify" in s else {-1}
         self.alerts = Alerts.from_state(s.get("alerts"))
+        self.rank_push = RankPush.from_state(s.get("rank_push"))
         self.rank = dict(zip(np.asarray(s.get("rank_q", ()), np.int64).tolist(),
                              np.asarray(s.get("rank_x", ()), np.float64).tolist(), strict=True))

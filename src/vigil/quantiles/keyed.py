@@ -80,7 +80,8 @@ class KeyedQuantileGroup(Group):
         if self.engine.partial is not None:
             raise Unsupported("per-key quantile queries (where / group_by) are not served in sharded mode")
         if spec.rank_of is not None and spec.notify:
-            raise Unsupported("rank_of with notify: a rank query is answered on lookup")
+            raise Unsupported("rank_of with notify: pushed rank queries are served over the whole stream, "
+                              "without where/group_by")
         q = {"phi": 0.5 if spec.phi is None else float(spec.phi), "eps": float(spec.epsilon),
              "notify": bool(spec.notify), "alert": spec_alert(spec), "rank": None if spec.rank_of is None else
              float(spec.rank_of)}
