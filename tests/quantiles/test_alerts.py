@@ -130,3 +130,14 @@ def test_vigil_replay_and_monitor_give_the_engine_events(tmp_path):
 def test_alert_specs_are_validated(extra, reason):
     with pytest.raises(SpecError, match=reason):
         parse_query({"id": "a", "type": "quantile", "column": "v", "phi": 0.5, "epsilon": 0.01, **extra})
+
+
+@pytest.mark.slow  # a benchmark preset end to end: make test-all
+def test_bench_alerts_preset(tmp_path):
+    from vigil.bench.quantiles import run_preset
+
+    doc = run_preset("alerts", scale=0.002, out=tmp_path / "alerts.json")
+    (r,) = [r for r in doc["results"] if r["algo"] == "casu:alerts"]
+    assert r["extra"]["exact_crossings"] > 100
+    assert 0.5 <= r["extra"]["ratio_events_to_exact"] <= 2.0  # the target: within 2x
+    assert (tmp_path / "alerts.png").exists()
