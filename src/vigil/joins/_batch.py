@@ -30,18 +30,23 @@ INF = np.inf
 
 @numba.njit(cache=True, nogil=True)
 def intra_pairs(band, timed, Ak, As, Ax, At, Bk, Bs, Bx, Bt, a_is_left, zmax, klo, khi,
-                NB, NC, IB, IQ, root, Qid, DLO, oq, oa, ob):
+                NB, NC, IB, IQ, root, Qid, DLO, MLO, MHI, OLO, OHI, WQ, oq, oa, ob):
     """Pairs (query, arriving seq, partner seq) of tuples A (arriving: the later one) with the
     earlier tuples B of the other side, both of one batch. B sorted by (key, seq) (band: by key).
     Select/window: partners with A's key and a smaller seq, back from the newest while
     t - T < zmax; band: partners with key in [k + klo, k + khi] (widened: the stab decides).
     The probe point is (left x, right x, t - T) (band: (s.key - r.key, 0, 0)); a query's box
     holds it, and for windows with a lower bound, t - T >= DLO. Returns the records written
-    (beyond the arrays' length: counted only, the caller reruns with room)."""
+    (beyond the arrays' length: counted only, the caller reruns with room). Select/window with few
+    queries (<= 64): the queries whose arriving-side range MLO..MHI holds the tuple are listed
+    once per arriving tuple and each partner checks only those (OLO..OHI, WQ, DLO)."""
     n = 0
     m = len(Bk)
-    buf = np.empty(len(Qid) + 1, np.int64)
+    nq = len(Qid)
+    buf = np.empty(nq + 1, np.int64)
+    mine = np.empty(nq + 1, np.int64)
     stack = np.empty(16 * 64, np.int64)
+    small = nq <= 64
     for j in range(len(Ak)):
         k = Ak[j]
         sj = As[j]
@@ -80,6 +85,30 @@ def intra_pairs(band, timed, Ak, As, Ax, At, Bk, Bs, Bx, Bt, a_is_left, zmax, kl
             else:
                 hi = mid
         p = lo - 1
+        if small:
+            nm = 0
+            a = Ax[j]
+            for u in range(nq):
+                if MLO[u] <= a and a <= MHI[u]:
+                    mine[nm] = u
+                    nm += 1
+            if nm == 0:
+                continue
+            while p >= 0 and Bk[p] == k:
+                z = At[j] - Bt[p] if timed else 0.0
+                if not (z < zmax):
+                    break
+                x = Bx[p]
+                for v in range(nm):
+                    u = mine[v]
+                    if OLO[u] <= x and x <= OHI[u] and z < WQ[u] and z >= DLO[u]:
+                        if n < len(oq):
+                            oq[n] = Qid[u]
+                            oa[n] = sj
+                            ob[n] = Bs[p]
+                        n += 1
+                p -= 1
+            continue
         while p >= 0 and Bk[p] == k:
             z = At[j] - Bt[p] if timed else 0.0
             if not (z < zmax):
@@ -100,15 +129,16 @@ def intra_pairs(band, timed, Ak, As, Ax, At, Bk, Bs, Bx, Bt, a_is_left, zmax, kl
 
 
 def query_trees(op) -> dict:
-    """Per arriving side: (tree, Qid, DLO, zmax, klo, khi) over every alive query (boxes as in
-    the module docstring); cached on the operator until the queries change."""
+    """Per arriving side: (tree, Qid, DLO, zmax, klo, khi, (MLO, MHI, OLO, OHI, W)) over every
+    alive query (boxes as in the module docstring; the arriving side's range, the other side's, the
+    window); cached on the operator until the queries change."""
     ids, rows = op.query_arrays()
     out = {}
     for side in ("left", "right"):
         if op.kind == "band":
             boxes = np.column_stack([rows[:, 0], rows[:, 1], np.full(len(ids), -INF), np.full(len(ids), INF),
                                      np.full(len(ids), INF)]) if len(ids) else np.empty((0, 5))
-            dlo = np.full(len(ids), -INF)
+            dlo = w = np.full(len(ids), -INF)
             zmax = INF
             lo = float(rows[:, 0].min()) if len(ids) else 0.0
             hi = float(rows[:, 1].max()) if len(ids) else 0.0
@@ -120,7 +150,12 @@ def query_trees(op) -> dict:
             zmax = float(w.max()) if len(ids) else 0.0
             klo = khi = 0.0
         NB, NC, IB, IQ, roots = build_forest(boxes, [np.arange(len(ids))])
-        out[side] = ((NB, NC, IB, IQ, int(roots[0])), ids, np.ascontiguousarray(dlo, np.float64), zmax, klo, khi)
+        mine, other = ((0, 1), (2, 3)) if side == "left" or op.kind == "band" else ((2, 3), (0, 1))
+        flat = tuple(np.ascontiguousarray(a, np.float64) for a in (
+            rows[:, mine[0]], rows[:, mine[1]], rows[:, other[0]], rows[:, other[1]], w)) if op.kind != "band" \
+            else tuple(np.empty(0) for _ in range(5))
+        out[side] = ((NB, NC, IB, IQ, int(roots[0])), ids, np.ascontiguousarray(dlo, np.float64), zmax, klo, khi,
+                     flat)
     return out
 
 
@@ -150,14 +185,14 @@ def intra(op, blocks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     outs = []
     for side in ("left", "right"):
         other = "right" if side == "left" else "left"
-        tree, qid, dlo, zmax, klo, khi = trees[side]
+        tree, qid, dlo, zmax, klo, khi, flat = trees[side]
         A, B = keep[side], keep[other]
         if not len(A[0]) or not len(B[0]) or not len(qid):
             continue
         cap = op.__dict__.get("_intra_cap", 256)
         while True:
             oq, oa, ob = (np.empty(cap, np.int64) for _ in range(3))
-            n = intra_pairs(op.kind == "band", op.kind == "window", *A, *B, side == "left", zmax, klo, khi, *tree, qid, dlo, oq, oa, ob)
+            n = intra_pairs(op.kind == "band", op.kind == "window", *A, *B, side == "left", zmax, klo, khi, *tree, qid, dlo, *flat, oq, oa, ob)
             if n <= cap:
                 op._intra_cap = max(256, min(cap, 2 * n))
                 break

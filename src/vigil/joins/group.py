@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import HistoryRefused
 from ..group import Codes, Cols, Group, monotone
@@ -72,9 +73,21 @@ class JoinGroup(Group):
             return "rel"
         return "join:" + "\x1f".join([p["left"], p["left_on"], p["right"], p["right_on"]])
 
+    def _is_rel(self, cols, side: str) -> np.ndarray:
+        """Rows of the batch whose ``rel`` is this side's relation (one Arrow comparison per batch
+        and relation, cached on the batch's columns)."""
+        k = ("rel", "is:" + self.params[side])
+        if k not in cols.cache:
+            col = cols.table.column("rel")
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                eq = pc.fill_null(pc.equal(col, self.params[side]), False)
+                cols.cache[k] = np.asarray(eq.to_numpy(zero_copy_only=False), bool)
+            else:  # other types: as key text (vigil.events.key_column)
+                cols.cache[k] = np.asarray(cols.get("rel", "key")[0] == self.params[side], bool)
+        return cols.cache[k]
+
     def checks(self, cols, idx):
-        rel = cols.get("rel", "key")[0][idx]
-        return [(rel == self.params[side], self._refs(side)) for side in ("left", "right")]
+        return [(self._is_rel(cols, side)[idx], self._refs(side)) for side in ("left", "right")]
 
     def register(self, qid, spec, start):
         self.op.register(qid, spec)
@@ -140,7 +153,7 @@ class JoinGroup(Group):
                 rows, seqs, late = rows[~late], seqs[~late], (rows[late], seqs[late])
             else:
                 late = None
-        side = np.where(cols.get("rel", "key")[0][rows] == self.params["left"], 0, 1)
+        side = np.where(self._is_rel(cols, "left")[rows], 0, 1)
         blocks = {}
         for k, sname in enumerate(("left", "right")):
             m = side == k
