@@ -14,6 +14,9 @@ range columns and time column):
                (a = 0 for band joins)
         times: float64[n] for window joins, else None; non-decreasing (NaN ignored) and >= every
                time stored before: an insert that goes back in time raises ValueError
+    op.insert_both({side: (seqs, key, attrs, times), ...}) -> as insert
+        both relations of a batch in one call, taken in the order of their seqs (the engine's
+        path; JoinBase: one probe per side plus one kernel for the pairs inside the batch)
     op.preload(side, seqs, key, attrs, times)   # tuples that arrived earlier, in any order
         (seqs unique, not stored before; times in any order); nothing is output. The engine
         starts a join group created late from the history this way.
@@ -26,7 +29,8 @@ below the newest time (times are then non-decreasing): no window <= W can pair t
 other side, for queries alive at that moment: pairs mode -> (qid, r_seq, s_seq) triples sorted by
 (arriving seq, qid, r, s); affected mode -> (qid, arriving seq, -1), one per (qid, arriving tuple)
 with at least one new pair. Semantics: band: s.key - r.key in [lo, hi]; select: r.key == s.key and
-each side's attrs inside its closed ranges; window: select plus |r.T - s.T| < w.
+each side's attrs inside its closed ranges; window: select plus |r.T - s.T| < w, or for an
+interval window [lo, hi] lo <= s.T - r.T <= hi.
 """
 
 from __future__ import annotations
