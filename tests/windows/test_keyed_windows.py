@@ -202,3 +202,19 @@ def test_bench_keyed_preset_smoke(tmp_path):
     by = {r["algo"]: r["extra"] for r in doc["results"]}
     assert by["engine_where"]["queries"] == 100_000 and by["engine_group_by"]["queries"] == 10
     assert by["op_shared"]["nbytes"] < by["op_per_query"]["nbytes"]
+
+
+@pytest.mark.parametrize("batch", [1, 5, 40])
+def test_window_grown_after_the_ring_wrapped(batch):
+    """A key's ring wrapped (a rows [2, 0] group_by query keeps 4 slots), then a where query with
+    a longer window registers and the ring grows: its window starts at the oldest element held,
+    never at slots the ring did not hold."""
+    t = pa.table({"k": ["a", "b"] * 20, "price": [float(i) for i in range(1, 41)]})
+    ops = [_reg(_q("g", rows=(2, 0), group_by="k")), _reg(_q("w", agg="sum", rows=(50, 0), where={"k": "a"}), at=20),
+           _reg(_q("c", agg="count", rows=(50, 0), where={"k": "a"}), at=20),
+           _look("w", 24), _look("w", 40), _look("c", 40), _look("g", 40)]
+    rows = run_log(Log(t, ops, batch=batch))
+    assert _answers(rows, "w") == [(24, None, 21 + 23), (40, None, sum(range(21, 40, 2)))]
+    assert _answers(rows, "c") == [(40, None, 10)]
+    assert _answers(rows, "g") == [(40, ["a"], 39), (40, ["b"], 40)]
+    assert rows == run_log(Log(t, ops, batch=batch), {"windows": "oracle"})
