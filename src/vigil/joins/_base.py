@@ -245,6 +245,7 @@ class JoinBase(JoinOperator):
         self._held: dict[str, list[tuple[np.ndarray, ...]]] = {}  # preloaded tuples not merged yet
         self._n_held = 0
         self.qwin: dict[int, tuple[float, float, float, float]] = {}  # window joins: see side_windows
+        self._lo: dict[str, dict[int, float]] = {s: {} for s in SIDES}  # qid -> dlo > 0, per arriving side
 
     def side_windows(self, side: str, qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(w, dlo) of ``qids`` for tuples arriving on ``side``: a pair with a stored partner d = t -
@@ -258,7 +259,7 @@ class JoinBase(JoinOperator):
         """``_probe``, and for window queries with a lower bound on d = t - T for this side
         (asymmetric windows not holding 0) the pairs with d below it removed: the strategies find
         the pairs with d < w, the lower bound filters them by the partner's time."""
-        lo = {q: v[1 if side == "left" else 3] for q, v in self.qwin.items() if v[1 if side == "left" else 3] > 0}
+        lo = self._lo[side]
         if not lo:
             return self._probe(side, seqs, key, x, t, mode)
         q, i, o, _ = self._probe(side, seqs, key, x, t, 0)
@@ -333,6 +334,9 @@ class JoinBase(JoinOperator):
             if w > self.horizon:
                 raise Unsupported(f"window {w:g} exceeds this join group's max_window {self.horizon:g}")
             self.qwin[qid] = win
+            for sd, j in (("left", 1), ("right", 3)):  # lower bounds on t - T, per arriving side
+                if win[j] > 0:
+                    self._lo[sd][qid] = win[j]
             row = (float(a[0]), float(a[1]), float(c[0]), float(c[1]), w)
         self.specs[qid] = spec
         self.q[qid] = row
@@ -345,6 +349,8 @@ class JoinBase(JoinOperator):
         if qid in self.specs:
             del self.specs[qid]
             self.qwin.pop(qid, None)
+            for sd in SIDES:
+                self._lo[sd].pop(qid, None)
             row = self.q.pop(qid)
             self._on_terminate(qid, row)
             self._dirty = True
