@@ -137,11 +137,19 @@ _done.set()
 
 def start(stream: pa.Table, ops: list[dict], **kwargs: Any) -> None:
     """:func:`precompile` in a background thread (e.g. while Spark starts); :func:`wait` joins it."""
+    import numba  # noqa: F401  (imported here first: numba imported by two threads at once can fail
+    # half-initialised, "partially initialized module 'numba.core.event'", seen with vigil demo)
+
     _done.clear()
 
     def body() -> None:
         try:
             precompile(stream, ops, **kwargs)
+        except Exception as e:  # never fatal: the run then compiles each kernel on first use
+            import sys
+
+            print(f"vigil: precompiling skipped ({type(e).__name__}: {e}); kernels compile on first use",
+                  file=sys.stderr)
         finally:
             _done.set()
 
