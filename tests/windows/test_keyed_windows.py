@@ -218,3 +218,14 @@ def test_window_grown_after_the_ring_wrapped(batch):
     assert _answers(rows, "c") == [(40, None, 10)]
     assert _answers(rows, "g") == [(40, ["a"], 39), (40, ["b"], 40)]
     assert rows == run_log(Log(t, ops, batch=batch), {"windows": "oracle"})
+
+
+def test_termination_changes_the_rows_checked_at_its_position():
+    """Which rows a keyed group checks depends on the keys its queries read: after w1 (key a)
+    ends at 1, the a row with a null price at 3 is no row of any query and is not rejected, at
+    any batch size (the engine may not defer the termination to the end of a segment)."""
+    t = pa.table({"k": ["a", "a", "a", "b"], "price": [1.0, 2.0, None, 4.0]})
+    ops = [_reg(_q("w1", where={"k": "a"})), _reg(_q("w2", where={"k": "b"})),
+           {"op": "terminate", "at": 1, "id": "w1"}, _look("w2", 4)]
+    for b in (1, 2, 4):
+        assert run_log(Log(t, ops, batch=b)) == [{"event": "answer", "id": "w2", "at": 4, "value": 4}]

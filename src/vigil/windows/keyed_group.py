@@ -41,6 +41,7 @@ def _text(v: Any) -> str:
 
 class KeyedWindowGroup(Group):
     family = "windows"
+    independent = False  # the rows it checks depend on the keys its queries read: no deferred terminations
 
     def __init__(self, engine: Any, params: dict[str, Any]) -> None:
         super().__init__(engine, params)
