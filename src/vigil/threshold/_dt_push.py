@@ -26,23 +26,11 @@ from ._dt_queues import _cval, _rekey, _remove_query, _root, _set_pay
 # --------------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
-def _grow(out_q, out_o):
-    n = out_q.shape[0]
-    a = np.empty(max(2 * n, 64), np.int64)
-    b = np.empty(max(2 * n, 64), np.int64)
-    a[:n] = out_q
-    b[:n] = out_o
-    return a, b
-
-
 @nb.njit(cache=True, inline="always")
 def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep):
-    """Query q matured at element i: report it (the buffers grow when full: a re-arming query
-    may mature at many elements of one push); a one-shot query's entries are removed eagerly
-    (§4), a re-arming one is restarted by the caller (:func:`_restart`)."""
-    if nout >= out_q.shape[0]:
-        out_q, out_o = _grow(out_q, out_o)
+    """Query q matured at element i: report it (``push_dt`` keeps room for every query's
+    maturity at the element); a one-shot query's entries are removed eagerly (§4), a re-arming
+    one is restarted by the caller (:func:`_restart`)."""
     out_q[nout] = q
     out_o[nout] = i
     st[ST_MATURED] += 1
@@ -50,7 +38,7 @@ def _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep):
         qalive[q] = 0
         qr[q, 1] = -1
         _remove_query(NR, tt, qn, qr, q, PH, P0)
-    return nout + 1, out_q, out_o
+    return nout + 1
 
 
 @nb.njit(cache=True, inline="always")
@@ -72,7 +60,7 @@ def _sums(q, NR, qn, qr, PH, P0):
     return S, Z, best
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _restart(q, S, Z, best, NR, tt, qn, qr, st, PH, P0):
     """Start q's next round at exact weight S (its target ``qr[q, 0]`` > S): direct mode if the
     remaining threshold is <= DIRECT h, else a round whose slacks are split by rate (§7)."""
@@ -157,7 +145,7 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep):
             st[ST_ROUNDS] += 1
             S, Z, best = _sums(q, NR, qn, qr, PH, P0)
             if S >= qr[q, 0]:
-                nout, out_q, out_o = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep)
+                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep)
                 if rep[q] <= 0:
                     continue
                 qr[q, 0] = S + rep[q]  # re-arm: weight 0 from the next element on
@@ -168,14 +156,14 @@ def _fire(r, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep):
             qr[q, 2] = a
             st[ST_SIGNALS] += 1
             if a >= qr[q, 0]:
-                nout, out_q, out_o = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep)
+                nout = _mature(q, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep)
                 if rep[q] > 0:  # re-arm: weight 0 from the next element on
                     S, Z, best = _sums(q, NR, qn, qr, PH, P0)
                     qr[q, 0] = S + rep[q]
                     _restart(q, S, Z, best, NR, tt, qn, qr, st, PH, P0)
                 continue
             _rekey(NR, tt, PH, P0, r, slot, c + 1)
-    return nout, out_q, out_o
+    return nout
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,7 +266,8 @@ _CMASK = _CS - 1
 
 
 @nb.njit(cache=True, nogil=True)
-def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, out_o, st, floor, rep):
+def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, out_o, st, floor, rep, start,
+            nrep):
     """Feed elements (keys ``xk[n, d]``, weights ``w[n]``; weight 0 = skip) through one structure.
     Each element visits the root-to-leaf path of the primary tree and, for d > 1, of the
     secondary trees of the nodes on it (§6); each visited node of the last dimension gets
@@ -296,9 +285,11 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
     tag, see ``_dt_bucket``). With ``floor`` only
     counters are maintained. ``rep[q]`` >= 1: q re-arms at a maturity (weight 0 from the next
     element on, target ``S + rep[q]`` over its exact counter sum S, next round started at once).
-    Returns (number of maturities, out_q, out_o): ``out_q`` (local query) / ``out_o`` (row), in
-    row order, the buffers grown when full. O(log^d m) per element plus O(log m) per signal (a
-    re-arm costs what a round end costs, O(h log m))."""
+    Elements from ``start`` on; with ``nrep`` > 0 re-arming queries the kernel stops before an
+    element at which the maturities might no longer fit in ``out_q``/``out_o`` (k queries: k
+    more). Returns (number of maturities written to ``out_q`` (local query) / ``out_o`` (row),
+    in row order; the row to resume from, n when done). O(log^d m) per element plus O(log m) per
+    signal (a re-arm costs what a round end costs, O(h log m))."""
     n = xk.shape[0]
     last = xk.shape[1] - 1
     nout = 0
@@ -321,11 +312,18 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
     tmp = np.empty((cap, 6), np.int64)
     due = np.empty(1 << 16, np.int64)  # due private pieces of one bucket (<= B + 32 * chunks)
     dch = np.empty(1 << 11, np.int64)  # chunks whose bound was reached
-    for i0 in range(0, n, G):
+    k = qr.shape[0] - 1
+    cap = out_q.shape[0]
+    prev = -1
+    for i0 in range(start, n, G):
         i1 = min(n, i0 + G)
         nit = _locate(xk, w, i0, i1, tbase, tL, tH, tdim, NR, last, it_el, it_tree, it_leaf, cur, tmp)
         for p in range(nit):
             i = it_el[p]
+            if nrep > 0 and i != prev:
+                if nout + k > cap:  # the buffers might not hold this element's maturities
+                    return nout, i
+                prev = i
             wi = w[i]
             t = it_tree[p]
             leaf = it_leaf[p]
@@ -345,7 +343,7 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                     c = NR[row, 1] + wi
                     NR[row, 1] = c
                     if c >= NR[row, 2]:
-                        nout, out_q, out_o = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep)
+                        nout = _fire(row, c, i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH, P0, rep)
                     off += ((L - 1) >> (H - lev)) + 1
             if PH.ndim == 1:  # bucketed (a compile-time constant)
                 # the bucket's private pieces (``_dt_bucket``; at most one per query contains x):
@@ -416,7 +414,7 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                 # one element is immaterial, and firing one piece never makes another due)
                 for d in range(nd):
                     r = due[d]
-                    nout, out_q, out_o = _fire(r, _cval(NR, PH, P0, r), i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH,
+                    nout = _fire(r, _cval(NR, PH, P0, r), i, NR, tt, qn, qr, qalive, out_q, out_o, nout, st, PH,
                                                P0, rep)
                 for d in range(nc):
                     p = dch[d]
@@ -425,4 +423,4 @@ def push_dt(xk, w, NR, tbase, tL, tH, tdim, PH, P0, tt, qn, qr, qalive, out_q, o
                         if NR[r, 2] - NR[r, 1] < mn:
                             mn = NR[r, 2] - NR[r, 1]
                     NR[CR + (p >> CHUNK_BITS), 1] = mn
-    return nout, out_q, out_o
+    return nout, n

@@ -118,7 +118,7 @@ class _Structure:
         sq = np.empty(0, np.float32)
         if sample is not None and sample[1].shape[0] > 0:
             K.push_dt(sample[0], sample[1], NR, self.tbase, self.tL, self.tH, self.tdim, PH, P0, *_NO_TRACKING,
-                      True, _NO_TRACKING[4])
+                      True, _NO_TRACKING[4], 0, 0)
             if bk:
                 K.fold_tags(NR, P0, PH.shape[0])
             sq = np.sqrt(NR[row0:P0 + NP, 1], dtype=np.float32)  # sqrt(rate) of each last-dimension node
@@ -136,8 +136,11 @@ class _Structure:
         if bk:
             K.chunk_mins(NR, P0, PH.shape[0])
         self.qalive = np.ones(k, dtype=np.uint8)
-        self.out_q = np.empty(k, dtype=np.int64)
-        self.out_o = np.empty(k, dtype=np.int64)
+        # room for the maturities of a push: each one-shot query matures once; with re-arming
+        # queries push_dt stops when the next element's might not fit (see DT.push)
+        nout = k if self.nrep == 0 else 2 * k + 64
+        self.out_q = np.empty(nout, dtype=np.int64)
+        self.out_o = np.empty(nout, dtype=np.int64)
         self.n_alive = k
         self.n_built = k
         self.wsum = 0.0  # weight pushed through this structure since its build (counters' bound)

@@ -63,8 +63,9 @@ How the paper maps onto this module (kernels in ``_kernels.py``):
   from the next element on; the overshoot is dropped) and its next round starts at once, direct
   mode or slacks split by rate. This happens inside ``push_dt`` for every query maturing at
   that element (no Python call per maturity), and costs what a round end costs, O(h log m);
-  a re-arming query is never removed by a maturity, only by TERMINATE. The output buffers grow
-  inside the kernel (a push may hold many maturities of one query).
+  a re-arming query is never removed by a maturity, only by TERMINATE. A push may hold many
+  maturities of one query: the kernel stops before an element whose maturities might not fit
+  in the output buffers, and is called again from there once they are read.
 * Weights and thresholds up to 2**53 (the contract's range, ``_limits``) are exact however many
   elements arrive: a push is cut into chunks of total weight <= 2**60, and a structure whose
   counters (bounded by the weight pushed through it since its build) could pass 2**61 with the
@@ -384,34 +385,18 @@ class DT(ThresholdOperator):
                     if t is None:
                         continue
                 t.wsum += cw
-                cnt, t.out_q, t.out_o = K.push_dt(
-                    xc,
-                    wc,
-                    t.NR,
-                    t.tbase,
-                    t.tL,
-                    t.tH,
-                    t.tdim,
-                    t.PH,
-                    t.P0,
-                    t.tt,
-                    t.qn,
-                    t.qr,
-                    t.qalive,
-                    t.out_q,
-                    t.out_o,
-                    st,
-                    self.floor_only,
-                    t.rep,
-                )
-                if cnt:
-                    loc = t.out_q[:cnt]
-                    outq.append(t.qids[loc])
-                    outo.append(t.out_o[:cnt] + c0)
-                    gone = cnt if t.nrep == 0 else int(np.count_nonzero(t.rep[loc] == 0))
-                    if gone:  # one-shot queries are removed, re-arming ones stay
-                        t.n_alive -= gone
-                        self._maybe_rebuild(i)
+                pos, gone = 0, 0
+                while pos < c1 - c0:
+                    cnt, pos = K.push_dt(xc, wc, t.NR, t.tbase, t.tL, t.tH, t.tdim, t.PH, t.P0, t.tt, t.qn, t.qr,
+                                         t.qalive, t.out_q, t.out_o, st, self.floor_only, t.rep, pos, t.nrep)
+                    if cnt:
+                        loc = t.out_q[:cnt]
+                        outq.append(t.qids[loc])
+                        outo.append(t.out_o[:cnt] + c0)
+                        gone += cnt if t.nrep == 0 else int(np.count_nonzero(t.rep[loc] == 0))
+                if gone:  # one-shot queries are removed, re-arming ones stay
+                    t.n_alive -= gone
+                    self._maybe_rebuild(i)
         if not outq:
             return empty
         q = np.concatenate(outq)
