@@ -48,18 +48,19 @@ import numba
 import numpy as np
 
 M_N, M_OC, M_OLO, M_OHI, M_BH, M_BT, M_MH, M_T, M_MTOT, M_UTOT, M_SH, M_ST, M_HS, M_NOUT, M_W, M_B = range(16)
-M_EVALS, M_NPUSHED, M_PC, M_FX, M_L0, M_SEARCHES = range(16, 22)
-META_SIZE = 22
+M_EVALS, M_NPUSHED, M_PC, M_FX, M_L0, M_SEARCHES, M_VER = range(16, 23)
+META_SIZE = 23
 B_LO, B_HI, B_CNT, B_OFF, B_LEN, B_UNC = range(6)
 I_W, I_B, I_LL, I_EL = range(4)
-Q_START, Q_VEXP, Q_DEAD, Q_ON = range(4)
+Q_START, Q_VEXP, Q_DEAD, Q_ON, Q_HINT, Q_VER = range(6)  # hint: the held value's merged index at version
 F_PHI, F_E, F_LAST = range(3)
 
 G = 16  # coarse index step of the merged array
 _NJ = {"cache": True, "nogil": True}
+_NI = {"cache": True, "nogil": True, "inline": "always"}  # hot helpers: no call (and array refcount) overhead
 
 
-@numba.njit(**_NJ)
+@numba.njit(**_NI)
 def _left(a, lo, hi, v):
     """First index of a[lo:hi] with a[i] >= v (branchless bisection)."""
     n = hi - lo
@@ -73,7 +74,7 @@ def _left(a, lo, hi, v):
     return base + 1 if a[base] < v else base
 
 
-@numba.njit(**_NJ)
+@numba.njit(**_NI)
 def _right(a, lo, hi, v):
     """First index of a[lo:hi] with a[i] > v."""
     i = _left(a, lo, hi, v)
@@ -165,6 +166,7 @@ def close_open(meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps):
         mi[I_W, q] = mi2[0, q]
         mi[I_B, q] = mi2[1, q]
     meta[M_T] = o
+    meta[M_VER] += 1
     _ranks(mv, mi, o, mv2)
     meta[M_MTOT] += c
     meta[M_UTOT] += gap - 1
@@ -183,6 +185,7 @@ def _remove_block(meta, blk, mv, mi, cv, b):
             mi[I_B, o] = mi[I_B, i]
             o += 1
     meta[M_T] = o
+    meta[M_VER] += 1
     _ranks(mv, mi, o, cv)
     meta[M_MTOT] -= blk[B_CNT, b]
     meta[M_UTOT] -= blk[B_UNC, b]
@@ -240,7 +243,7 @@ def expire(meta, ob, obs, blk, sv, si, mv, mi, cv, l0):
     meta[M_L0] = l0
 
 
-@numba.njit(**_NJ)
+@numba.njit(**_NI)
 def _blk_less(blk, sv, si, b, v, strict):
     off = blk[B_OFF, b]
     end = off + blk[B_LEN, b]
@@ -248,25 +251,36 @@ def _blk_less(blk, sv, si, b, v, strict):
     return si[0, k - 1] if k > off else 0
 
 
-@numba.njit(**_NJ)
+@numba.njit(**_NI)
+def _mleft(mv, cv, t, v):
+    """First index of the merged array with mv[i] >= v, through the coarse index."""
+    k = _left(cv, 0, (t + G - 1) // G, v)  # mv[(k-1)*G] < v <= mv[k*G]
+    return _left(mv, max(0, (k - 1) * G + 1), min(t, k * G + 1), v)
+
+
+@numba.njit(**_NI)
 def _counts(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, v, idx):
     """(lower bound of #values < v, lower bound of #values <= v) over the in-window merged blocks
     (merged blocks before ``je`` excluded), the open block and the front if inside (idx: v's
     index in the merged array, or -1)."""
     t = meta[M_T]
-    if idx >= 0:
-        a = idx
+    mh, bt = meta[M_MH], meta[M_BT]
+    if je - mh > bt - je:  # (a query registered inside the window) fewer blocks after je: sum them
+        cl = 0
+        ce = 0
+        for j in range(je, bt):
+            cl += _blk_less(blk, sv, si, j, v, True)
+            ce += _blk_less(blk, sv, si, j, v, False)
     else:
-        k = _left(cv, 0, (t + G - 1) // G, v)  # mv[(k-1)*G] < v <= mv[k*G]
-        a = _left(mv, max(0, (k - 1) * G + 1), min(t, k * G + 1), v)
-    if a < t:
-        cl = mi[I_LL, a]
-        ce = mi[I_EL, a] if mv[a] == v else cl
-    else:
-        cl = ce = meta[M_MTOT]
-    for j in range(meta[M_MH], je):
-        cl -= _blk_less(blk, sv, si, j, v, True)
-        ce -= _blk_less(blk, sv, si, j, v, False)
+        a = idx if idx >= 0 else _mleft(mv, cv, t, v)
+        if a < t:
+            cl = mi[I_LL, a]
+            ce = mi[I_EL, a] if mv[a] == v else cl
+        else:
+            cl = ce = meta[M_MTOT]
+        for j in range(mh, je):
+            cl -= _blk_less(blk, sv, si, j, v, True)
+            ce -= _blk_less(blk, sv, si, j, v, False)
     for row in range(2):
         if open_in if row == 0 else front_in:
             hi = meta[M_OC] if row == 0 else meta[M_PC]
@@ -276,7 +290,7 @@ def _counts(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, v, idx):
     return cl, ce
 
 
-@numba.njit(**_NJ)
+@numba.njit(**_NI)
 def window(meta, blk, lq):
     """(je, open_in, front_in, xmin, xmax, Nmin, unc) of the window [lq, n]."""
     mh, bt, bh = meta[M_MH], meta[M_BT], meta[M_BH]
@@ -313,12 +327,12 @@ def window(meta, blk, lq):
     return je, open_in, front_in, xmin, xmax, cnt + xmin, unc
 
 
-@numba.njit(**_NJ)
+@numba.njit(**_NI)
 def _target(phi, n):
     return max(1.0, math.ceil(phi * n - 1e-9))
 
 
-@numba.njit(**_NJ)
+@numba.njit(**_NI)
 def _dist(cl, ce, unc, xmax, tmin, tmax):
     return max(0.0, cl + unc + xmax + 1 - tmin, tmax - ce)
 
@@ -383,7 +397,7 @@ def lookup(meta, ob, obs, blk, sv, si, mv, mi, cv, phi, start, n, out):
                       _target(phi[k], nmax))[0]
 
 
-@numba.njit(**_NJ)
+@numba.njit(**_NI)
 def _evaluate(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, s, n):
     """Re-evaluate notify slot s at position n: sets its deadline; returns (changed, value)."""
     meta[M_EVALS] += 1
@@ -402,7 +416,10 @@ def _evaluate(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, s, n):
     top = e * nmin  # deadlines without the contract's +1 slack (tiny windows: exact answers preferred)
     dh = np.int64(-1)  # deadlines in integers: seqs reach 2^63 - 1, beyond float64's exact range
     if last == last and n <= qi[Q_VEXP, s]:
-        cl, ce = _counts(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, last, -1)
+        if qi[Q_VER, s] != meta[M_VER]:  # the merged array changed since: search again
+            qi[Q_HINT, s] = _mleft(mv, cv, meta[M_T], last)
+            qi[Q_VER, s] = meta[M_VER]
+        cl, ce = _counts(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, last, qi[Q_HINT, s])
         d0 = _dist(cl, ce, unc, xmax, tmin, tmax)
         if d0 <= top:
             dh = min(np.int64(math.floor((top - d0) / (1.0 + e))), qi[Q_VEXP, s] - n)
@@ -420,6 +437,7 @@ def _evaluate(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, s, n):
         return False, last
     qi[Q_DEAD, s] = n + db
     qi[Q_VEXP, s] = bl + min(w - 1, np.int64(9223372036854775807) - bl)
+    qi[Q_VER, s] = -1
     return bv != last, bv
 
 
@@ -436,7 +454,7 @@ def heap_push(heap, qi, hs, s):
     return hs + 1
 
 
-@numba.njit(**_NJ)
+@numba.njit(**_NI)
 def _heap_pop(heap, qi, hs):
     top = heap[0]
     hs -= 1

@@ -70,7 +70,7 @@ class Sliding(QuantileOperator):
         self.mv, self.mi = np.empty(256), np.zeros((4, 256), np.int64)
         self.mv2, self.mi2 = np.empty(256), np.zeros((2, 256), np.int64)
         self.qf = np.zeros((3, 16))
-        self.qi = np.zeros((4, 16), np.int64)
+        self.qi = np.zeros((6, 16), np.int64)
         self.heap = np.zeros(16, np.int64)
         self.slot_qid = np.full(16, -1, np.int64)
         self.nslots = 0
@@ -134,13 +134,13 @@ class Sliding(QuantileOperator):
             if slot >= self.qf.shape[1]:
                 cap = 2 * slot
                 self.qf = np.concatenate([self.qf, np.zeros((3, cap - slot))], axis=1)
-                self.qi = np.concatenate([self.qi, np.zeros((4, cap - slot), np.int64)], axis=1)
+                self.qi = np.concatenate([self.qi, np.zeros((6, cap - slot), np.int64)], axis=1)
                 self.heap = np.concatenate([self.heap, np.zeros(cap - slot, np.int64)])
                 self.slot_qid = np.concatenate([self.slot_qid, np.full(cap - slot, -1, np.int64)])
             self.nslots += 1
             self.nlive += 1
             self.qf[:, slot] = (float(phi), max(float(eps), self.eps), math.nan)
-            self.qi[:, slot] = (start, -1, -1, 1)
+            self.qi[:, slot] = (start, -1, -1, 1, -1, -1)
             self.slot_qid[slot] = qid
             self.meta[K.M_HS] = K.heap_push(self.heap, self.qi, int(self.meta[K.M_HS]), slot)
         self.q[qid] = (float(phi), float(eps), start, bool(notify), slot)
@@ -284,9 +284,14 @@ class Sliding(QuantileOperator):
 
     @classmethod
     def from_state(cls, s: dict[str, Any]) -> Sliding:
+        if "meta" not in s:
+            raise ValueError("this snapshot holds the previous rows-window quantile summary (buckets), which this "
+                             "version cannot restore: replay the stream from its start")
         op = cls(float(s["eps"]), s["rows"])
         for k in ("meta", "ob", "obs", "blk", "sv", "si", "mv", "mi", "qf", "qi", "heap", "slot_qid"):
             setattr(op, k, np.array(s[k]))
+        op.meta = np.concatenate([op.meta, np.zeros(K.META_SIZE - len(op.meta), np.int64)])  # newer counters
+        op.qi = np.vstack([op.qi, np.full((6 - op.qi.shape[0], op.qi.shape[1]), -1, np.int64)])
         op.mv2, op.mi2 = np.empty(len(op.mv)), np.zeros((2, len(op.mv)), np.int64)
         K._ranks(op.mv, op.mi, int(op.meta[K.M_T]), op.mv2)
         op.nslots, op.nlive, op.first_seq = int(s["nslots"]), int(s["nlive"]), int(s["first_seq"])
