@@ -241,11 +241,18 @@ class _JoinSpec(_Spec):
     left_on: StrictStr = Field(description=(
         "Column of r joined on: a number for band_join, an equality key (compared as text) otherwise."))
     right_on: StrictStr = Field(description="Column of s joined on, as left_on.")
+    select: dict[Literal["left", "right"], list[StrictStr]] | None = Field(None, description=(
+        "Optional: columns of r (`left`) and of s (`right`) to carry in each `join` event, e.g. "
+        "{\"left\": [\"symbol\", \"price\"], \"right\": [\"price\"]}; the event then holds their values "
+        "(`left` / `right` objects; a null value is null). Absent: the event holds the seqs only."))
 
     @model_validator(mode="after")
     def _rels(self):
         if self.left == self.right:
             raise ValueError("right: must name a relation other than left")
+        for side, cs in (self.select or {}).items():
+            if not cs or len(set(cs)) < len(cs) or not all(cs):
+                raise ValueError(f"select: {side} must list distinct, non-empty column names")
         return self
 
     family: ClassVar[str] = "joins"
@@ -254,7 +261,7 @@ class _JoinSpec(_Spec):
         return {self.left: {self.left_on}, self.right: {self.right_on}}
 
     def columns(self) -> set[str]:
-        return set().union(*self.relation_columns().values())
+        return set().union(*self.relation_columns().values(), *(self.select or {}).values())
 
 
 class BandJoinSpec(_JoinSpec):
@@ -331,22 +338,42 @@ class WindowJoinSpec(SelectJoinSpec):
     then keeps only the tuples a window of that size can still pair (docs/contract.md)."""
 
     type: Literal["window_join"]  # type: ignore[assignment]
-    window: Number = Field(gt=0, description="w > 0, finite: the pairs also satisfy |r.T - s.T| < w.")
+    window: Number | list[Number] = Field(description=(
+        "w > 0, finite: the pairs also satisfy |r.T - s.T| < w; or [lo, hi], finite, lo <= hi (an interval "
+        "join, as Flink's): the pairs satisfy lo <= s.T - r.T <= hi, e.g. [-5, 10]."))
     time_column: StrictStr = Field("ts", description="Time column T of both relations.")
     max_window: Number | None = Field(None, description=(
-        "Optional, >= window: the largest window of any query of this join's group; the group then keeps "
-        "only the tuples such a window can still pair (bounded memory, same outputs)."))
+        "Optional, >= window (above max(-lo, hi) for [lo, hi]): the largest window of any query of this "
+        "join's group; the group then keeps only the tuples such a window can still pair (bounded memory, "
+        "same outputs)."))
 
     @field_validator("window", "max_window")
     @classmethod
     def _w(cls, v):
+        if isinstance(v, list):
+            if len(v) != 2 or not all(_finite(x) for x in v):
+                raise ValueError("must be [lo, hi], two finite numbers")
+            if v[0] > v[1]:
+                raise ValueError(f"inverted interval [{v[0]}, {v[1]}]: lo must be <= hi")
+            return v
         if v is not None and (not _finite(v) or v <= 0):
             raise ValueError("must be a finite number > 0")
         return v
 
+    def reach(self) -> float:
+        """The largest |r.T - s.T| a pair can have (w, or max(-lo, hi) of an interval)."""
+        w = self.window
+        return float(max(-w[0], w[1])) if isinstance(w, list) else float(w)
+
     @model_validator(mode="after")
     def _wmax(self):
-        if self.max_window is not None and self.max_window < self.window:
+        if self.max_window is None:
+            return self
+        if isinstance(self.window, list):
+            if self.max_window <= self.reach():
+                raise ValueError(f"max_window {self.max_window} must exceed the window's reach {self.reach():g} "
+                                 f"(window {self.window} includes its bounds)")
+        elif self.max_window < self.window:
             raise ValueError(f"max_window {self.max_window} is below window {self.window}")
         return self
 
