@@ -84,11 +84,13 @@ def join_destinations(rows: pa.Table, places: list[list], shards: int,
 def _alive_split(eng) -> dict[str, int]:
     """Alive queries per family; families held by every shard are tagged ``shared:`` (counted once)."""
     per: dict[str, int] = {}
-    for key in eng.where.values():
-        fam, params = json.loads(key)
-        if fam in ("substream", "quantiles") or (fam == "joins" and params.get("kind") != "band"):
+    for g in eng.groups.values():  # O(groups), not one JSON decode per alive query
+        if not g.qids:
+            continue
+        fam = g.family
+        if fam in ("substream", "quantiles") or (fam == "joins" and g.params.get("kind") != "band"):
             fam = "shared:" + fam
-        per[fam] = per.get(fam, 0) + 1
+        per[fam] = per.get(fam, 0) + len(g.qids)
     return per
 
 
