@@ -90,3 +90,24 @@ def test_outputs_of_operations_follow_the_element_outputs_at_their_position():
     assert [(r["event"], r.get("id"), r["at"]) for r in out] == [
         ("matured", "t", 3), ("answer", "w", 3), ("rejected", None, 5), ("answer", "w", 6)]
     assert out[1]["value"] == 2 and out[3]["value"] == 1
+
+
+def test_snapshot_keeps_the_specs_of_alive_queries_only():
+    """A terminated query's spec is not in the snapshot; its id still is (ids are unique per run)."""
+    table = pa.table({"x": [1.0, 2.0, 3.0]})
+    ops = [{"op": "register", "at": 0, "query": {"id": "dead", "type": "window_aggregate", "agg": "sum",
+                                                  "column": "x", "rows": [2, 0], "where": {"x": [0, 123456]}}},
+           {"op": "register", "at": 0, "query": {"id": "alive", "type": "window_aggregate", "agg": "max",
+                                                  "column": "x", "rows": [2, 0]}},
+           {"op": "terminate", "at": 1, "id": "dead"}]
+    eng = Engine({}, 0.005, "pairs", columns={"x"})
+    eng.add_operations([json.dumps(o) for o in ops], [1, 2, 3])
+    eng.process(table)
+    blob = eng.snapshot()
+    assert b"123456" not in blob and b"alive" in blob
+    eng2 = Engine.restore(blob)
+    eng2.add_operations([json.dumps({"op": "register", "at": 3, "query": ops[0]["query"]}),
+                         json.dumps({"op": "lookup", "at": 3, "id": "alive"})], [4, 5])
+    out = output_rows(eng2.finish())
+    assert out[0]["event"] == "rejected" and "duplicate id" in out[0]["reason"]
+    assert out[1] == {"event": "answer", "id": "alive", "at": 3, "value": 3}

@@ -29,7 +29,8 @@ def dump(eng: Any) -> bytes:
             "position": eng.position,
             # per-query bookkeeping as single JSON strings: one field, not a million
             "ids": jsonline.dumps_any(eng.ids),
-            "specs": "[" + ",".join(eng.specs) + "]",
+            # the specs of alive queries only (a dead query's spec is never read again: null)
+            "specs": "[" + ",".join(sp if q in eng.where else "null" for q, sp in enumerate(eng.specs)) + "]",
             "where": jsonline.dumps_any(list(eng.where.items())),
             "groups": [{"key": k, "qids": np.array(sorted(g.qids), np.int64), "state": g.state()}
                        for k, g in eng.groups.items()],
@@ -57,7 +58,7 @@ def load(cls: type, data: bytes) -> Any:
     eng = cls(s["algos"], s["quantile_epsilon"], s["join_output"], None if s["columns"] is None else set(s["columns"]))
     eng.position = s["position"]
     eng.ids = json.loads(s["ids"])
-    eng.specs = [json.dumps(q, separators=(",", ":")) for q in json.loads(s["specs"])]
+    eng.specs = [json.dumps(q, separators=(",", ":")) for q in json.loads(s["specs"])]  # dead: "null"
     eng.by_id = {ident: q for q, ident in enumerate(eng.ids)}
     eng.where = {int(q): k for q, k in json.loads(s["where"])}
     for gs in s["groups"]:
