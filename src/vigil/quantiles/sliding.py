@@ -77,6 +77,7 @@ class Sliding(QuantileOperator):
         self.nlive = 0
         self.out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))
         self.first_seq = -1
+        self._budget = 0  # elements that fit in the arrays without a capacity check (:meth:`_room`)
         self.q: dict[int, tuple[float, float, int, bool, int]] = {}  # qid -> (phi, eps, start, notify, slot)
 
     @property
@@ -109,6 +110,7 @@ class Sliding(QuantileOperator):
     # ------------------------------------------------------------------ queries
     def _close(self) -> None:
         self._room(1)
+        self._budget = 0  # a registration's block is not in the push budget: reserve again
         K.close_open(self.meta, self.ob, self.obs, self.blk, self.sv, self.si, self.mv, self.mi, self.mv2, self.mi2, self.eps)
 
     def register(self, qid: int, phi: float, eps: float, start: int = 0, notify: bool = False) -> None:
@@ -205,10 +207,16 @@ class Sliding(QuantileOperator):
             raise ValueError("values and seqs differ in length")
         if not len(x):
             return _EMPTY
-        check_increasing(seqs, self.last_seq if self.npushed else None)
+        if len(x) > 1 and not (seqs[1:] > seqs[:-1]).all():
+            check_increasing(seqs, None)  # raises
+        if self.npushed and seqs[0] <= self.last_seq:
+            check_increasing(seqs, self.last_seq)  # raises
         if not self.npushed:
             self.first_seq = int(seqs[0])
-        self._room(len(x))
+        if len(x) > self._budget:  # room for the blocks, samples and merged entries of the next elements
+            self._budget = max(len(x), 1024)
+            self._room(self._budget)
+        self._budget -= len(x)
         self.meta[K.M_NOUT] = 0
         p = 0
         while p < len(x):
