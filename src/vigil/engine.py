@@ -141,7 +141,16 @@ class Engine:
             g.__dict__.pop("_chk", None)
         if later:
             seg = self._seg or Segment()
-            g.feed(self._cols, np.concatenate([r for r, _ in later]), np.concatenate([q for _, q in later]), seg)
+            cols = self._cols
+            rows, seqs = np.concatenate([e[0] for e in later]), np.concatenate([e[1] for e in later])
+            if later[0][3] is not None:  # a group without queries keeping history: rows filtered
+                vis = np.concatenate([e[3] for e in later])
+            else:  # visibility over the whole run (the group's queries did not change during it)
+                vis = self._owned(g, g.visible(cols, rows), rows) & np.concatenate([e[2] for e in later])
+            if g.follows_positions:  # rejected rows move its windows too: it gets every row
+                g.feed_positions(cols, rows, seqs, vis, seg)
+            elif vis.any():
+                g.feed(cols, rows[vis], seqs[vis], seg)
             if seg is not self._seg:
                 self._out.add(seg)
         return self.groups.get(key)
@@ -152,9 +161,14 @@ class Engine:
         return self.where.get(qid)
 
     def _seen(self, g: Group, cols: Cols, sub: np.ndarray) -> tuple[list, np.ndarray]:
-        """(``g.checks``, ``g.visible``) on rows ``sub`` (ascending) of the batch, sliced from one
-        ``checks`` call over a span of rows that doubles while no registration or termination
-        touches the group: O(rows) per batch plus O(segment + 4096) per such operation."""
+        """(``g.checks``, ``g.visible``) on rows ``sub`` (ascending) of the batch."""
+        (checks, vis), o = self._span(g, cols, sub)
+        return [(None if m is None else m[o], refs) for m, refs in checks], vis[o]
+
+    def _span(self, g: Group, cols: Cols, sub: np.ndarray) -> tuple[tuple[list, np.ndarray], np.ndarray]:
+        """((checks, visible) over a span of rows holding ``sub`` (ascending), the offsets of
+        ``sub`` in it): one ``checks`` call over a span that doubles while no registration or
+        termination touches the group: O(rows) per batch plus O(segment + 4096) per such operation."""
         c = g.__dict__.get("_chk")
         a, b = int(sub[0]), int(sub[-1]) + 1
         if c is None or c[0] is not cols or a < c[1] or b > c[2]:
@@ -165,8 +179,7 @@ class Engine:
             for m, _ in full:
                 vis |= True if m is None else m
             c = g._chk = (cols, a, hi, full, vis)
-        o = sub - c[1]
-        return [(None if m is None else m[o], refs) for m, refs in c[3]], c[4][o]
+        return (c[3], c[4]), sub - c[1]
 
     def _flags(self, g: Group, cols: Cols, sub: np.ndarray) -> bool:
         """Whether a column ``g`` checks has a bad value in rows sub[0]..sub[-1] (a superset)."""
@@ -533,20 +546,17 @@ class Engine:
             self.counts["rows_applied"] += int(ok.sum())
             sub, sseq = idx[s:c], seqs[s:c]
             self._hist_later.append((sub[ok], sseq[ok]))
-            for g in list(self.groups.values()):
-                if g.qids:
-                    vis = self._owned(g, self._seen(g, cols, sub)[1], sub) & ok
+            for g in list(self.groups.values()):  # fed when an operation touches it or the batch ends
+                if g.qids:  # (_ready), its visible rows computed then
+                    g.__dict__.setdefault("_later", []).append((sub, sseq, ok, None))
+                    tcol = g.time_column()
+                    if tcol:  # the time the next rows are judged against
+                        vis = self._owned(g, self._seen(g, cols, sub)[1], sub) & ok
+                        if vis.any():
+                            g.t_last = max(g.t_last, float(cols.get(tcol, "time")[0][sub[vis][-1]]))
                 elif g.keeps_history:
                     vis = self._owned(g, g._ok_rows(cols, sub), sub) & ok
-                else:
-                    continue
-                if g.follows_positions:  # rejected rows move its windows too: it gets every row
-                    g.feed_positions(cols, sub, sseq, vis, seg)
-                elif vis.any():  # fed when an operation touches it or the batch ends (_ready)
-                    g.__dict__.setdefault("_later", []).append((sub[vis], sseq[vis]))
-                    tcol = g.time_column()
-                    if tcol and g.qids:  # the time the next rows are judged against
-                        g.t_last = max(g.t_last, float(cols.get(tcol, "time")[0][sub[vis][-1]]))
+                    g.__dict__.setdefault("_later", []).append((sub, sseq, ok, vis))
             s = c
         self._terminate_all(terms[done:])
         if ends and seg.parts:

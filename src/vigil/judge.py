@@ -31,13 +31,17 @@ def judge(eng: Any, cols: Cols, idx: np.ndarray, s: int, e: int,
     groups = [g for g in eng.groups.values() if g.qids]
     for g in groups:
         may_end = g.ends_inside_segment
-        for mask, refs in eng._seen(g, cols, sub)[0]:
+        (checks, _), o = eng._span(g, cols, sub)
+        for full, refs in checks:
+            mask = None
             for col, kind in refs:
                 rows, reasons = cols.bad(col, kind)
                 a = int(np.searchsorted(rows, sub[0], side="left"))
                 b = int(np.searchsorted(rows, sub[-1], side="right"))
                 if a == b:
                     continue
+                if full is not None and mask is None:
+                    mask = full[o]
                 pos = np.searchsorted(sub, rows[a:b])
                 hit = sub[np.minimum(pos, len(sub) - 1)] == rows[a:b]
                 for j, p in zip(np.flatnonzero(hit).tolist(), pos[hit].tolist(), strict=True):
