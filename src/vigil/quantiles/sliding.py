@@ -78,6 +78,7 @@ class Sliding(QuantileOperator):
         self.out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))
         self.first_seq = -1
         self._budget = 0  # elements that fit in the arrays without a capacity check (:meth:`_room`)
+        self._table: tuple[np.ndarray, ...] | None = None  # lookup's query table (:meth:`lookup`)
         self.q: dict[int, tuple[float, float, int, bool, int]] = {}  # qid -> (phi, eps, start, notify, slot)
 
     @property
@@ -146,9 +147,11 @@ class Sliding(QuantileOperator):
             self.slot_qid[slot] = qid
             self.meta[K.M_HS] = K.heap_push(self.heap, self.qi, int(self.meta[K.M_HS]), slot)
         self.q[qid] = (float(phi), float(eps), start, bool(notify), slot)
+        self._table = None
 
     def terminate(self, qid: int) -> None:
         e = self.q.pop(int(qid), None)
+        self._table = None
         if e is not None and e[4] >= 0:
             self.qi[K.Q_ON, e[4]] = 0
             self.nlive -= 1
@@ -237,21 +240,28 @@ class Sliding(QuantileOperator):
 
     def lookup(self, qids: np.ndarray, n: int) -> np.ndarray:
         qids = np.asarray(qids, np.int64)
+        if not len(qids):
+            return np.empty(0)
+        if self._table is None or len(self._table[0]) != len(self.q):  # qid -> (phi, start, slot), sorted
+            ks = np.array(sorted(self.q), np.int64)
+            self._table = (ks, np.array([self.q[k][0] for k in ks.tolist()]),
+                           np.array([self.q[k][2] for k in ks.tolist()], np.int64),
+                           np.array([self.q[k][4] if self.q[k][3] else -1 for k in ks.tolist()], np.int64))
+        ks, tphi, tstart, tslot = self._table
+        pos = np.minimum(np.searchsorted(ks, qids), max(len(ks) - 1, 0))
+        if not len(ks) or (ks[pos] != qids).any():
+            missing = qids[np.flatnonzero(~np.isin(qids, ks))[0]]
+            raise KeyError(f"qid {int(missing)} is not registered")
         out = np.full(len(qids), np.nan)
-        ask: list[int] = []
-        for i, q in enumerate(qids.tolist()):
-            e = self.q.get(q)
-            if e is None:
-                raise KeyError(f"qid {q} is not registered")
-            if e[3] and n <= self.last_seq:
-                out[i] = self.qf[K.F_LAST, e[4]]
-            else:
-                # beyond the last position pushed (a seq gap, or past the end): the window at n,
-                # as without notify (the positions up to n are pushed, as NaN, with the next rows)
-                ask.append(i)
-        if ask:
-            phi = np.array([self.q[int(qids[i])][0] for i in ask])
-            start = np.array([self.q[int(qids[i])][2] for i in ask], np.int64)
+        slot = tslot[pos]
+        # a notify query answers its maintained value; beyond the last position pushed (a seq gap,
+        # or past the end) the window at n, as without notify (the positions up to n are pushed,
+        # as NaN, with the next rows)
+        held = (slot >= 0) & (n <= self.last_seq)
+        out[held] = self.qf[K.F_LAST, slot[held]]
+        ask = np.flatnonzero(~held)
+        if len(ask):
+            phi, start = tphi[pos[ask]], tstart[pos[ask]]
             res = np.empty(len(ask))
             n = max(int(n), self.last_seq)
             meta, ob, obs, blk, mv, mi = self.meta, self.ob, self.obs, self.blk, self.mv, self.mi
@@ -262,7 +272,7 @@ class Sliding(QuantileOperator):
             else:
                 mv2 = self.mv2
             K.lookup(meta, ob, obs, blk, self.sv, self.si, mv, mi, mv2, phi, start, n, res)
-            out[np.asarray(ask)] = res
+            out[ask] = res
         return out
 
     def summary(self, qid: int, n: int) -> np.ndarray:
