@@ -142,3 +142,28 @@ def test_registration_positions_share_the_summary():
         op.register(p, 0.5, 0.01, p, notify=True)
         op.push(x[p:p + 100], np.arange(p + 1, p + 101, dtype=np.int64))
     assert len(op.btup) <= W // op.B + W // 100 + 2
+
+
+def test_snapshot_holds_the_used_arrays_only_and_restores_to_grow_again():
+    """The capacity reserved for coming elements is not in the state: a restored summary grows
+    its arrays again and answers as the uninterrupted one."""
+    from vigil.quantiles.sliding import Sliding
+    from vigil.state import pack
+
+    rng = np.random.default_rng(7)
+    a, b = Sliding(0.01, 3000), Sliding(0.01, 3000)
+    for op in (a, b):
+        op.register(1, 0.5, 0.01, 0, notify=True)
+        op.register(2, 0.9, 0.01, 0, notify=False)
+    x = rng.random(9000)
+    seqs = np.arange(1, 9001, dtype=np.int64)
+    a.push(x[:50], seqs[:50])
+    b.push(x[:50], seqs[:50])
+    assert len(pack(b.state())) < 20_000  # 50 elements: no reserved capacity in the snapshot
+    b = Sliding.from_state(b.state())
+    for s in range(50, 9000, 700):
+        ra, rb = a.push(x[s:s + 700], seqs[s:s + 700]), b.push(x[s:s + 700], seqs[s:s + 700])
+        assert all(np.array_equal(u, v) for u, v in zip(ra, rb, strict=True))
+        b = Sliding.from_state(b.state())
+        n = int(seqs[min(s + 699, 8999)])
+        assert np.array_equal(a.lookup(np.array([2]), n), b.lookup(np.array([2]), n))

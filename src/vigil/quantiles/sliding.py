@@ -290,9 +290,13 @@ class Sliding(QuantileOperator):
     # ------------------------------------------------------------------ state
     def state(self) -> dict[str, Any]:
         qs = sorted(self.q)
+        # the used prefixes only (the capacity reserved for the next elements is not state: a
+        # snapshot of a per-key group holds one summary per key)
+        bt, st, t = int(self.meta[K.M_BT]), int(self.meta[K.M_ST]), int(self.meta[K.M_T])
         return {
-            "eps": self.eps, "rows": self.rows, "meta": self.meta.copy(), "ob": self.ob.copy(), "obs": self.obs.copy(), "blk": self.blk.copy(),
-            "sv": self.sv.copy(), "si": self.si.copy(), "mv": self.mv.copy(), "mi": self.mi.copy(),
+            "eps": self.eps, "rows": self.rows, "meta": self.meta.copy(), "ob": self.ob.copy(), "obs": self.obs.copy(),
+            "blk": self.blk[:, :bt].copy(), "sv": self.sv[:st].copy(), "si": self.si[:, :st].copy(),
+            "mv": self.mv[:t].copy(), "mi": self.mi[:, :t].copy(),
             "qf": self.qf.copy(), "qi": self.qi.copy(), "heap": self.heap.copy(), "slot_qid": self.slot_qid.copy(),
             "nslots": self.nslots, "nlive": self.nlive, "first_seq": self.first_seq,
             "qids": np.array(qs, np.int64), "phi": np.array([self.q[q][0] for q in qs]),
