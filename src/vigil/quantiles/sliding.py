@@ -217,7 +217,7 @@ class Sliding(QuantileOperator):
         if not self.npushed:
             self.first_seq = int(seqs[0])
         if len(x) > self._budget:  # room for the blocks, samples and merged entries of the next elements
-            self._budget = max(len(x), 1024)
+            self._budget = max(len(x), 128)
             self._room(self._budget)
         self._budget -= len(x)
         self.meta[K.M_NOUT] = 0
