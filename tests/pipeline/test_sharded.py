@@ -110,6 +110,20 @@ def test_threshold_keyed_and_keyless(tmp_path, shards):
     assert sum(1 for r in got if r["event"] == "matured") >= 5
 
 
+@pytest.mark.parametrize("shards", [2, 4])
+def test_rearming_thresholds_stay_alive_after_a_maturity(tmp_path, shards):
+    """A re-arming query matures again and again: the driver keeps routing rows to it."""
+    t = trades(N, n_symbols=12, with_rel=False, seed=3)
+    ops = [{"op": "register", "at": 5, "query": {"id": "every", "type": "threshold", "repeat": True,
+                                                "where": {"symbol": "AAPL", "price": [0, None]}, "weight": "shares",
+                                                "threshold": 20_000}},
+           {"op": "register", "at": 9, "query": {"id": "keyless", "type": "threshold", "repeat": True,
+                                                "where": {"price": [0, None]}, "weight": "shares", "threshold": 50_000}}]
+    got = check_equal(tmp_path, _batches(t, ops), shards, algos={"threshold": "scan"})
+    for ident in ("every", "keyless"):  # (the driver used to stop routing rows at the first maturity)
+        assert sum(1 for r in got if r["event"] == "matured" and r["id"] == ident) >= 3, ident
+
+
 # ----------------------------------------------------------------------------- windows
 
 

@@ -99,8 +99,10 @@ def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict) -> 
             keep[pairs] = False
             keep[pairs[first]] = True
         matured = keep & (ev == "matured")
+        rep = st.get("rep", {})  # re-arming queries stay alive after a maturity
         for ident in t.column("id").filter(pa.array(matured)).to_pylist():
-            st["alive"].pop(ident, None)
+            if ident not in rep:
+                st["alive"].pop(ident, None)
         op_rej = keep & rej & has_id
         if op_rej.any():  # a register the engines refused (after a valid spec): the id is free again
             for r in t.filter(pa.array(op_rej)).select(["id", "reason"]).to_pylist():

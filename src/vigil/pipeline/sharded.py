@@ -149,6 +149,8 @@ class ShardedProcessor(BaseProcessor):
         from vigil.specs import BandJoinSpec, QuantileSpec, SubstreamFilterSpec, ThresholdSpec
 
         fam = spec.family
+        if isinstance(spec, ThresholdSpec) and spec.repeat:  # alive after its maturities (shard_merge)
+            st.setdefault("rep", {})[ident] = 1
         if isinstance(spec, ThresholdSpec) and spec.key_items():
             items = [list(kv) for kv in spec.key_items()]
             home, kind = _h(_key_text(items), self.S), KEYED
@@ -435,6 +437,7 @@ class ShardedProcessor(BaseProcessor):
         out, c = self.merge(results, events + seq_events, st)
         for i in [i for i, end in st["alive"].items() if end != -1 and end <= st["position"]]:
             del st["alive"][i]  # terminated: sees no later element
+            st.get("rep", {}).pop(i, None)
         n_rows = len(seq_events) + rows.num_rows
         c.update(rows_in=n_rows, ops_in=len(ops))
         c["ops_rejected"] += ops_rej
