@@ -21,8 +21,10 @@ in ``keys`` (one text per group_by column) and come, at one position, by query t
 lookup answers one ``answer`` per key whose window holds an element (by key text), or one answer
 with an empty key list when no key does (``group_by``), or one plain answer (``where`` alone).
 
-Cost per batch: one push per key present in the batch (a stable sort of the rows by key), plus
-the operators' own costs; registration O(keys) slots; a lookup O(keys) operator lookups.
+Cost per batch: one push per key present in the batch (a stable sort of the rows by key, each
+key's rows one contiguous slice), plus the operators' own costs; registration O(keys) slots; a
+lookup O(keys) operator lookups. A rows-window operator is called through :mod:`.keyed_fast`
+(its kernels without the argument checks the group makes redundant).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..group import Codes, Group, PerKey
+from . import keyed_fast as fast
 from .alerts import ALERT, CLEAR, Alerts, spec_alert
 from .rank import rank_from_summary
 
@@ -151,16 +154,21 @@ class KeyedQuantileGroup(Group):
         ucode = np.array([self.codes.code[t] if t in self.codes.code else self._new_key(t) for t in uniq.tolist()],
                          np.int64)
         order = np.argsort(inv, kind="stable")
-        bounds = np.r_[0, np.cumsum(np.bincount(inv, minlength=len(uniq)))]
+        size = np.bincount(inv, minlength=len(uniq))
+        bounds = np.r_[0, np.cumsum(size)].tolist()
+        # every key's values and positions as contiguous slices of two arrays (one pass, no copy per key)
+        c0s = np.array([self.count[c] for c in ucode.tolist()], np.int64)
+        xs = np.ascontiguousarray(x[order], np.float64)
+        ks = inv[order]
+        local = np.arange(1, len(order) + 1, dtype=np.int64) - np.asarray(bounds[:-1], np.int64)[ks] + c0s[ks]
         out_s, out_o, out_v, out_r = [], [], [], []
-        for u in range(len(uniq)):
-            idx = order[bounds[u]:bounds[u + 1]]
-            code = int(ucode[u])
-            c0 = self.count[code]
-            local = np.arange(c0 + 1, c0 + len(idx) + 1, dtype=np.int64)
-            s, o, v = self.ops[code].push(np.ascontiguousarray(x[idx]), local)
-            self.count[code] = c0 + len(idx)
+        ops, count = self.ops, self.count
+        for u, code in enumerate(ucode.tolist()):
+            b0, b1 = bounds[u], bounds[u + 1]
+            s, o, v = fast.push(ops[code], xs[b0:b1], local[b0:b1])
+            count[code] += b1 - b0
             if len(s):
+                idx = order[b0:b1]
                 out_s.append(s)
                 out_o.append(idx[o])
                 out_v.append(v)
@@ -189,7 +197,7 @@ class KeyedQuantileGroup(Group):
         op, n = self.ops[code], self.count[code]
         if slot in self.rank:
             return rank_from_summary(op.summary(slot, n), self.rank[slot]) if n else math.nan
-        return float(op.lookup(np.array([slot], np.int64), n)[0])
+        return fast.lookup(op, slot, n)
 
     def lookup_many(self, qids, n):
         out = []
