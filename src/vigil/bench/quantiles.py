@@ -20,6 +20,11 @@ Presets (``--scale F`` multiplies the paper's sizes; default 0.1):
   notify and lookups, beside the previous window structure (:mod:`.quantiles_user`; default F = 1).
 * registered — 500 queries registered at 500 distinct positions vs all at one, through the engine,
   whole-stream and windows, notify and lookups (:mod:`.quantiles_user`; default F = 1).
+* clustered — the KLL re-answer peer answering every query and answering one phi per casu cluster,
+  beside casu:cluster (CPU), with the peers' failures of the per-position rank contract
+  (:mod:`.quantiles_peers`; default F = 0.05).
+* matched — GK, KLL, REQ, t-digest tuned to the same observed worst rank error, then CPU, size and
+  relative error near the top tail (:mod:`.quantiles_peers`; default F = 0.05).
 * targets — 1M notify queries: casu with 1M*F notify queries on uniform and semisort streams
   (elements/s, query-processing overhead over summary maintenance alone), the KLL re-answer peer on
   the same input, OQC's cluster count against QC_B's.
@@ -52,7 +57,7 @@ from ..workloads.quantiles import arrivals, data_stream, query_batches, query_se
 from .common import Result, plot_doc, png_path, print_table, result_doc, write_json
 
 PRESETS = ("fig5", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "peers", "targets", "alerts",
-           "sliding", "registered")
+           "sliding", "registered", "clustered", "matched")
 EPS = 0.005
 BATCH = 100_000
 
@@ -91,7 +96,7 @@ def summary_seconds(x: np.ndarray, eps: float, batch: int = BATCH) -> float:
 def run_processing(algo: str, x: np.ndarray, phi: np.ndarray, eq: np.ndarray, eps: float = EPS,
                    batch: int = BATCH, arrive: np.ndarray | None = None,
                    drops: list[np.ndarray] | None = None, summary_s: float | None = None,
-                   notify: str = "query", summary4_s: float | None = None) -> Result:
+                   notify: str = "query", summary4_s: float | None = None, clock=time.perf_counter) -> Result:
     """Push x through ``algo`` with notify queries (phi, eq): predefined (registered before the
     first element), dynamic (``arrive``: each query's arrival position) or batches (``drops``:
     batch i issued at a random position, the previous batch dropped gradually before it).
@@ -103,12 +108,12 @@ def run_processing(algo: str, x: np.ndarray, phi: np.ndarray, eq: np.ndarray, ep
     qids = np.arange(len(phi), dtype=np.int64)
     reg_s = 0.0
     if arrive is None and drops is None:
-        t0 = time.perf_counter()
+        t0 = clock()
         op.register_many(qids, phi, eq, 0, notify=mode)
         for ep in op.epochs.values():
             ep.flush()
-        reg_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
+        reg_s = clock() - t0
+    t0 = clock()
     cuts = {0, len(x)}
     events: dict[int, list[tuple[str, np.ndarray]]] = {}
     if arrive is None and drops is None:
@@ -148,8 +153,8 @@ def run_processing(algo: str, x: np.ndarray, phi: np.ndarray, eq: np.ndarray, ep
                 memberships += len(mq)
                 cluster_updates += len(cq)
             curve_x.append(b)
-            curve_t.append(time.perf_counter() - t0)
-    secs = time.perf_counter() - t0
+            curve_t.append(clock() - t0)
+    secs = clock() - t0
     if summary_s is None:
         summary_s = summary_seconds(x, eps, batch)
     step = max(1, len(curve_x) // 40)
@@ -293,6 +298,28 @@ def run_sliding(x: np.ndarray, window: int, eps: float, n_queries: int, batch: i
     return res
 
 
+def _run_peers_preset(preset: str, scale: float | None, out: str | Path, seed: int) -> dict[str, Any]:
+    from .quantiles_peers import run_clustered_preset, run_matched_preset
+
+    f = 0.05 if scale is None else float(scale)
+    if preset == "clustered":
+        results = run_clustered_preset(f, seed, EPS, lambda x, phi, eq: run_processing(
+            "casu", x, phi, eq, summary_s=summary_seconds(x, EPS), notify="cluster", clock=time.process_time))
+        params = {"scale": f, "eps": EPS, "elements": int(2_000_000 * f), "queries": max(1000, int(1_000_000 * f))}
+    else:
+        results = run_matched_preset(f, seed)
+        params = {"scale": f, "elements": int(5_000_000 * f), "target": "GK's observed worst rank error at eps 0.005"}
+    doc = result_doc("quantiles", preset, params, results)
+    p = write_json(out, doc)
+    print_table(doc, reference=results[0].algo)
+    try:
+        plot_doc(doc, png_path(out), title=f"quantiles / {preset}")
+    except Exception as e:  # noqa: BLE001 - a plot must not lose the results
+        print(f"plot skipped: {e}")
+    print(f"wrote {p}")
+    return doc
+
+
 def run_preset(preset: str, scale: float | None = None, algos: list[str] | None = None,
                out: str | Path = "results/quantiles.json", seed: int = 0, progress: bool = True,
                notify: str = "query", peer: bool = True) -> dict[str, Any]:
@@ -302,6 +329,8 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
         from .quantile_alerts import run_alerts_preset
 
         return run_alerts_preset(scale, algos, out, seed)
+    if preset in ("clustered", "matched"):  # the peers in their strongest form: bench/quantiles_peers.py
+        return _run_peers_preset(preset, scale, out, seed)
     if preset in ("sliding", "registered"):  # the user's path: bench/quantiles_user.py
         from .quantiles_user import run_user_preset
 
