@@ -299,7 +299,7 @@ def run_sliding(x: np.ndarray, window: int, eps: float, n_queries: int, batch: i
 
 
 def _run_peers_preset(preset: str, scale: float | None, out: str | Path, seed: int) -> dict[str, Any]:
-    from .quantiles_peers import run_clustered_preset, run_matched_preset
+    from .quantiles_peers import plot_peers, run_clustered_preset, run_matched_preset
 
     f = 0.05 if scale is None else float(scale)
     if preset == "clustered":
@@ -313,7 +313,7 @@ def _run_peers_preset(preset: str, scale: float | None, out: str | Path, seed: i
     p = write_json(out, doc)
     print_table(doc, reference=results[0].algo)
     try:
-        plot_doc(doc, png_path(out), title=f"quantiles / {preset}")
+        plot_peers(doc, png_path(out))
     except Exception as e:  # noqa: BLE001 - a plot must not lose the results
         print(f"plot skipped: {e}")
     print(f"wrote {p}")

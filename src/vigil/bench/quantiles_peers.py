@@ -219,3 +219,39 @@ def run_matched_preset(f: float, seed: int, repeat: int = 3) -> list[Result]:
             "tail_median_rel_error": float(np.median(np.median(rel, axis=1))),
             "tuning": [{"param": p, "max_rank_error": e} for e, p in tried], "clock": "process_time"}))
     return out
+
+
+def plot_peers(doc: dict[str, Any], path) -> None:
+    """clustered: CPU seconds and the contract's failed fractions per run; matched: CPU per
+    element, size, additive and tail relative error per sketch."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = doc["results"]
+    names = [r["algo"] for r in res]
+    if doc["preset"] == "clustered":
+        fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=80)
+        a.barh(names, [r["seconds"] for r in res], color="C0")
+        a.set_xscale("log")
+        a.set_xlabel("CPU seconds (element loop)")
+        y = np.arange(len(res))
+        for off, kind, c in ((-0.2, "fresh", "C2"), (0.2, "stale", "C3")):
+            b.barh(y + off, [r["extra"].get(f"{kind}_pair_fail_frac", 0) for r in res], 0.4, color=c, label=kind)
+        b.set_yticks(y, names)
+        b.set_xlabel("fraction of (query, position) checks failing the contract")
+        b.legend()
+    else:
+        fig, axs = plt.subplots(1, 4, figsize=(14, 3.6), dpi=80)
+        for ax, key, lab in zip(axs, ("per_op_us", "space_bytes", "max_rank_error", "tail_max_rel_error"),
+                                ("CPU us / element", "serialized bytes", "worst rank error / N",
+                                 "worst relative rank error, phi 0.9-0.9999"), strict=True):
+            ax.bar(names, [r[key] if key in r else r["extra"][key] for r in res], color="C0")
+            ax.set_title(lab, fontsize=9)
+            if key == "tail_max_rel_error":
+                ax.set_yscale("log")
+    fig.suptitle(f"quantiles / {doc['preset']} ({doc['machine']['date'][:16]}, {doc['machine']['git_commit']})")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
