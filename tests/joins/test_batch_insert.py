@@ -70,7 +70,7 @@ def _run(op, kind, specs, data, sizes, both: bool):
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("kind", ["band", "select", "window"])
+@pytest.mark.parametrize("kind", [pytest.param("band", marks=pytest.mark.slow), "select", "window"])  # band ~19 s
 @pytest.mark.parametrize("output", ["pairs", "affected"])
 def test_insert_both_equals_run_by_run(kind, output):
     rng = np.random.default_rng([7, len(kind), len(output)])

@@ -41,8 +41,9 @@ def keyed_log(n: int, batch: int, seed: int = 5, every: int = 7) -> Log:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("name", implementations("quantiles"))
-@pytest.mark.parametrize("batch", [1, 50, 1500])
+@pytest.mark.parametrize("name", [n if n in ("casu", "sliding") else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in implementations("quantiles")])  # the others: make test-all
+@pytest.mark.parametrize("batch", [1, 50, pytest.param(1500, marks=pytest.mark.slow)])
 def test_keyed_queries_within_the_bound_at_every_position(name, batch):
     log = keyed_log(1500 if batch > 1 else 300, batch)
     check_family("quantiles", name, log, cut=log.stream.num_rows // 2)

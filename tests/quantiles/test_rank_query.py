@@ -38,8 +38,9 @@ def test_oracle_answers_the_exact_fraction():
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", implementations("quantiles"))
-@pytest.mark.parametrize("batch", [1, 64, 2000])
+@pytest.mark.parametrize("name", [n if n in ("casu", "sliding") else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in implementations("quantiles")])  # the others: make test-all
+@pytest.mark.parametrize("batch", [1, 64, pytest.param(2000, marks=pytest.mark.slow)])
 def test_rank_answers_within_the_bound_at_every_position(name, batch):
     log = rank_log(2000 if batch > 1 else 400, batch, every=1 if batch > 1 else 3)
     check_family("quantiles", name, log, cut=log.stream.num_rows // 3)  # checks_quantiles: rank_ok

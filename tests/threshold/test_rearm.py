@@ -72,8 +72,8 @@ def _workload(seed, dim, m=80, n=600, big=False):
 
 
 @pytest.mark.parametrize("name", ALGOS)
-@pytest.mark.parametrize("dim", [1, 2, 3])
-@pytest.mark.parametrize("big", [False, True])
+@pytest.mark.parametrize("dim", [1, 2, pytest.param(3, marks=pytest.mark.slow)])  # (3D, big: make test-all)
+@pytest.mark.parametrize("big", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_agrees_with_oracle_at_every_batch_size(name, dim, big):
     op0 = _make(name, dim)
     for seed in range(3):
@@ -258,6 +258,7 @@ def test_engine_repeat_field_and_refusals():
     assert [(r["event"], r["at"]) for r in rows] == [("matured", 2), ("matured", 4)]
 
 
+@pytest.mark.slow  # a benchmark preset end to end: make test-all
 def test_bench_rearm_preset_smoke(tmp_path):
     """vigil bench threshold --preset rearm at scale 0.01: three runs per algorithm, every
     maturity counted, JSON + PNG written."""

@@ -127,12 +127,15 @@ def _random_log(seed: int, n: int, n_keys: int, n_queries: int, batch) -> Log:
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("seed", "n", "n_keys", "batch"),
-                         [(0, 600, 3, 1), (1, 3000, 40, 7), (2, 3000, 2000, 500), (3, 3000, 5000, (64, 1000, 4096))])
+                         [(0, 600, 3, 1), (1, 3000, 40, 7),  # the larger ones in make test-all
+                          pytest.param(2, 3000, 2000, 500, marks=pytest.mark.slow),
+                          pytest.param(3, 3000, 5000, (64, 1000, 4096), marks=pytest.mark.slow)])
 def test_exact_against_the_oracle(seed, n, n_keys, batch):
     log = _random_log(seed, n, n_keys, 40, batch)
     check_family("windows", "auto", log, cut=n // 2)
 
 
+@pytest.mark.slow  # ~11 s: make test-all
 @pytest.mark.timeout(300)
 def test_batch_size_does_not_change_outputs():
     log = _random_log(7, 1000, 300, 30, 1)
@@ -191,6 +194,7 @@ def test_replay_and_monitor_agree(tmp_path):
     assert m2.lookup("g") == {"AAPL": 15, "GOOG": 99, "MSFT": 101}
 
 
+@pytest.mark.slow  # a benchmark preset end to end: make test-all
 @pytest.mark.timeout(600)
 def test_bench_keyed_preset_smoke(tmp_path):
     """vigil bench windows --preset keyed at its smallest size: every run, JSON and PNG written."""
