@@ -16,37 +16,13 @@ import numpy as np
 from . import _sliding_kernels as K
 from .sliding import Sliding
 
-_EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
-
 
 def push(op, x: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``op.push(x, seqs)`` for contiguous float64 ``x`` and increasing int64 ``seqs`` after the
     operator's last position (the group's own numbering)."""
     if type(op) is not Sliding or not len(x):
         return op.push(x, seqs)
-    if not op.npushed:
-        op.first_seq = int(seqs[0])
-    if len(x) > op._budget:
-        op._budget = max(len(x), 128)
-        op._room(op._budget)
-    op._budget -= len(x)
-    op.meta[K.M_NOUT] = 0
-    p = 0
-    while p < len(x):
-        oslot, ooff, oval = op.out
-        p = int(K.push(x, seqs, p, op.meta, op.ob, op.obs, op.blk, op.sv, op.si, op.mv, op.mi, op.mv2, op.mi2, op.eps,
-                       op.qf, op.qi, op.heap, op.nlive, oslot, ooff, oval))
-        if p < len(x):
-            k = int(op.meta[K.M_NOUT])
-            cap = 2 * (len(oslot) + op.nlive + 1)
-            op.out = tuple(np.concatenate([a[:k], np.empty(cap - k, a.dtype)]) for a in op.out)
-    k = int(op.meta[K.M_NOUT])
-    if not k:
-        return _EMPTY
-    q = op.slot_qid[op.out[0][:k]]
-    o, v = op.out[1][:k].copy(), op.out[2][:k].copy()
-    order = np.lexsort((q, o))
-    return q[order], o[order], v[order]
+    return op.push_checked(x, seqs)
 
 
 def lookup(op, qid: int, n: int) -> float:

@@ -214,6 +214,12 @@ class Sliding(QuantileOperator):
             check_increasing(seqs, None)  # raises
         if self.npushed and seqs[0] <= self.last_seq:
             check_increasing(seqs, self.last_seq)  # raises
+        return self.push_checked(x, seqs)
+
+    def push_checked(self, x: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`push` for arguments its caller has checked: non-empty contiguous float64 ``x``,
+        contiguous int64 ``seqs`` increasing after the last position (a per-key group's own
+        numbering, :mod:`.keyed`)."""
         if not self.npushed:
             self.first_seq = int(seqs[0])
         if len(x) > self._budget:  # room for the blocks, samples and merged entries of the next elements
