@@ -517,17 +517,17 @@ class Engine:
 
     def _segment(self, cols: Cols, idx: np.ndarray, seqs: np.ndarray, prebad: dict[int, str],
                  terms: list[tuple[int, int, dict]] = ()) -> None:
-        """Feed rows ``idx`` (seqs ``seqs``) to every group, then apply ``terms``: terminations
-        (see :meth:`_deferrable`) with ``at`` inside the segment; the outputs of their queries
-        after their ``at`` are dropped.
+        """Judge rows ``idx`` (seqs ``seqs``) and defer them for every group that sees them (fed
+        by :meth:`_ready`), then apply ``terms``: terminations (see :meth:`_deferrable`) with
+        ``at`` inside the segment; the outputs of their queries after their ``at`` are dropped.
 
         Rows are judged exactly as one at a time, whatever the batch: against the groups that
         have queries at the row's position, and its time against the times applied before it.
         Two things change inside a segment: a threshold group loses its last query by maturity,
         and a row that one group's time check rejects is applied to no group. A row whose fate
         hangs on them (flagged first by a threshold group, or failing a time check) therefore
-        starts a new run: the rows before it are fed first (:func:`vigil.judge.judge`). Streams without
-        such rows are fed in one run."""
+        starts a new run, judged after the threshold group is fed the rows before it
+        (:func:`vigil.judge.judge`). Streams without such rows are judged in one run."""
         seg = self._seg = Segment()
         ends: dict[int, int] = {}
         for at, _, op in reversed(terms):  # the first termination of a query wins
