@@ -80,8 +80,12 @@ def _stored(shard: dict, family: str) -> int:
             n += len(op["left"]["seqs"]) + len(op["right"]["seqs"])
         elif "seqs" in op:  # the oracles keep every element
             n += len(op["seqs"])
-        else:  # summaries (quantiles=casu, ...): the elements pushed to this shard
+        elif "npushed" in op:  # summaries (quantiles=casu, ...): the elements pushed to this shard
             n += int(op["npushed"])
+        else:  # the rows-window summary (quantiles.sliding) keeps its counters in meta
+            from vigil.quantiles import _sliding_kernels as K
+
+            n += int(op["meta"][K.M_NPUSHED])
     return n
 
 
