@@ -20,7 +20,7 @@ install: $(STAMP)
 # the whole suite but the slow one (Spark jobs, cluster runs, soaks): under 10 minutes on 2 cores
 test: $(STAMP)
 	$(BIN)/ruff check src tests
-	$(BIN)/python -m pytest -p no:cacheprovider --durations=15 -m 'not slow and not bench'
+	$(BIN)/python -m pytest -p no:cacheprovider -n auto --durations=15 -m 'not slow and not bench'
 
 # the slow suites make test leaves out (Spark driver/sharded/recovery runs, randomized soaks); CI runs both
 test-all: $(STAMP)
