@@ -139,6 +139,7 @@ class Engine:
         later = g.__dict__.pop("_later", None)
         if changes:
             g.__dict__.pop("_chk", None)
+            g.__dict__.pop("_chk_refs", None)
         if later:
             seg = self._seg or Segment()
             cols = self._cols
@@ -179,16 +180,17 @@ class Engine:
             for m, _ in full:
                 vis |= True if m is None else m
             c = g._chk = (cols, a, hi, full, vis)
+            g._chk_refs = tuple(dict.fromkeys(r for _, refs in full for r in refs))
         return (c[3], c[4]), sub - c[1]
 
-    def _flags(self, g: Group, cols: Cols, sub: np.ndarray) -> bool:
-        """Whether a column ``g`` checks has a bad value in rows sub[0]..sub[-1] (a superset)."""
-        for _, refs in self._seen(g, cols, sub)[0]:
-            for col, kind in refs:
-                rows = cols.bad(col, kind)[0]
-                if len(rows) and np.searchsorted(rows, sub[0]) < np.searchsorted(rows, sub[-1], "right"):
-                    return True
-        return False
+    def _refs(self, g: Group, cols: Cols, sub: np.ndarray) -> tuple[tuple[str, str], ...]:
+        """The (column, kind) pairs ``g`` checks (they change only at its registrations and
+        terminations)."""
+        r = g.__dict__.get("_chk_refs")
+        if r is None:
+            self._span(g, cols, sub)
+            r = g._chk_refs
+        return r
 
     def _t_now(self, tcol: str, n: int, t_last: float) -> float:
         """Partial hook: the global time of element n (default: the group's last time)."""

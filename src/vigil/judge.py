@@ -25,11 +25,26 @@ def judge(eng: Any, cols: Cols, idx: np.ndarray, s: int, e: int,
             if r in prebad:
                 bad[p] = prebad[r]
     c = len(sub)
+    lo, hi = int(sub[0]), int(sub[-1])
+    memo: dict[tuple[str, str], bool] = {}
+
+    def flagged(g) -> bool:  # a column g checks has a bad value in rows lo..hi (a superset of g's rows)
+        for k in eng._refs(g, cols, sub):
+            h = memo.get(k)
+            if h is None:
+                rows = cols.bad(*k)[0]
+                h = memo[k] = bool(len(rows)) and int(np.searchsorted(rows, lo)) < int(np.searchsorted(rows, hi, "right"))
+            if h:
+                return True
+        return False
+
     for key, g in list(eng.groups.items()):  # a row flagged by a group whose queries may have
-        if g.ends_inside_segment and "_later" in g.__dict__ and eng._flags(g, cols, sub):
+        if g.ends_inside_segment and "_later" in g.__dict__ and flagged(g):
             eng._ready(key, False)  # ended on its deferred rows is judged after they are fed
     groups = [g for g in eng.groups.values() if g.qids]
     for g in groups:
+        if not flagged(g):  # no bad value in any column it checks: nothing to find
+            continue
         may_end = g.ends_inside_segment
         (checks, _), o = eng._span(g, cols, sub)
         for full, refs in checks:
@@ -52,9 +67,16 @@ def judge(eng: Any, cols: Cols, idx: np.ndarray, s: int, e: int,
     ok = np.ones(len(sub), bool)
     if bad:
         ok[list(bad)] = False
+    rising: dict[str, tuple[bool, float]] = {}  # time column -> (non-decreasing over the run, first time)
     for g in groups:  # times must not go backwards within a group
         tcol = g.time_column()
         if tcol:
+            if tcol not in rising:
+                t = cols.get(tcol, "time")[0][sub]
+                rising[tcol] = (bool(np.all(t[1:] >= t[:-1])), float(t[0]))
+            up, t0 = rising[tcol]
+            if up and t0 >= g.t_last:  # every subset of the run's rows keeps its time order
+                continue
             vis = eng._owned(g, eng._seen(g, cols, sub)[1], sub) & ok
             t = cols.get(tcol, "time")[0][sub]
             back = np.flatnonzero(~monotone(t, vis, g.t_last)).tolist()
