@@ -175,3 +175,16 @@ def test_algorithm_failing_mid_run(tmp_path, monkeypatch):
     assert [r["algo"] for r in doc["results"]] == ["scan", "interval_tree"]
     assert doc["params"]["points"][0]["resolver"] == "interval_tree"
     assert all(r["extra"]["verified"] is True for r in doc["results"])
+
+
+def test_repetitions_interleaved_cpu(tmp_path):
+    """Every algorithm replays the trace --reps times; the median CPU run is reported with every
+    run's seconds and the range."""
+    out = tmp_path / "fig3.json"
+    doc = bt.run_preset("fig3", dim=1, algos=ALGOS[1], out=out, reps=3, **TINY)
+    assert doc["params"]["reps"] == 3 and doc["params"]["clock"].startswith("cpu")
+    for r in doc["results"]:
+        reps = r["extra"]["reps_seconds"]
+        lo, hi = r["extra"]["range_seconds"]
+        assert len(reps) == 3 and lo == min(reps) and hi == max(reps)
+        assert r["seconds"] == sorted(reps)[1] and r["extra"]["verified"] is True

@@ -38,11 +38,14 @@ def threshold(
                                  "(default: dt if available, else the best baseline)"),
     points: str = typer.Option(None, "--points", help="override the sweep values (paper scale), comma-separated"),
     no_progress: bool = typer.Option(False, "--no-progress"),
-    reps: int = typer.Option(3, "--reps", help="rearm preset: repetitions of each run (median CPU s)"),
+    reps: int = typer.Option(3, "--reps", help="repetitions of each algorithm's run on each point, interleaved "
+                             "(median CPU seconds and the range reported)"),
 ) -> None:
     """Range thresholding on streams (paper 000, Qiao, Gan, Tao): Figs. 3-8."""
+    from ..cliutil import at_least
     from .threshold import PRESETS, run_preset
 
+    at_least(reps, 1, "--reps")
     if preset == "rearm":
         from .threshold_rearm import run_rearm
 
@@ -63,7 +66,7 @@ def threshold(
     run_preset(
         preset, scale=scale, algos=[a.strip() for a in algos.split(",") if a.strip()] if algos else None,
         dim=dim, out=out, budget=budget, batch=batch, seed=seed, resolver=resolver,
-        points=[float(x) for x in points.split(",")] if points else None, progress=not no_progress,
+        points=[float(x) for x in points.split(",")] if points else None, progress=not no_progress, reps=reps,
     )
 
 

@@ -192,6 +192,9 @@ def results_table(doc: dict[str, Any], reference: str = "dt") -> Table:
                 note.append("OUTPUT MISMATCH")
             if ex.get("note"):
                 note.append(str(ex["note"]))
+            if ex.get("range_seconds") and len(ex.get("reps_seconds") or ()) > 1:
+                lo, hi = ex["range_seconds"]
+                note.append(f"median of {len(ex['reps_seconds'])}, range {_fmt_s(lo)}-{_fmt_s(hi)} s")
             cells = [r["algo"], _fmt_s(r["seconds"]), f"{r['operations']:,}", _fmt_s(r["per_op_us"]), ratio,
                      "; ".join(note)]
             if sweep:

@@ -140,7 +140,7 @@ def run_on_trace(op, trace: ThresholdTrace, *, budget: float | None = None, veri
     done_ops = 0
     cum = 0.0
     has_push = False
-    perf = time.perf_counter
+    perf = time.process_time  # CPU seconds: the machine is shared, wall time is noisy
     nsteps = len(trace.steps)
     for i, s in enumerate(trace.steps):
         kind = s[0]
@@ -221,6 +221,21 @@ def summarize(trace: ThresholdTrace, times: Sequence[float], mismatches: int | N
     return cum, total_ops, extra
 
 
+def _median_run(runs: list[tuple[float, int, dict[str, Any]]]) -> tuple[float, int, dict[str, Any]]:
+    """The median of an algorithm's repeated runs on one trace, with every run's seconds and the
+    range in its extra (any run with wrong outputs marks the result unverified)."""
+    order = sorted(range(len(runs)), key=lambda i: runs[i][0])
+    secs, ops, extra = runs[order[(len(runs) - 1) // 2]]
+    extra = dict(extra)
+    extra["reps_seconds"] = [r[0] for r in runs]
+    extra["range_seconds"] = [runs[order[0]][0], runs[order[-1]][0]]
+    bad = [r[2] for r in runs if r[2].get("verified") is False]
+    if bad:
+        extra["verified"] = False
+        extra["mismatched_pushes"] = max(b.get("mismatched_pushes", 0) for b in bad)
+    return secs, ops, extra
+
+
 def _resolver_name(resolver: str | None, run_algos: Sequence[str], dim: int) -> str | None:
     """The exact algorithm that generates the trace: --resolver, else dt when it runs here, else
     the stabbing baseline of the dimension, else None (``default_resolver``)."""
@@ -243,9 +258,12 @@ def _point_params(preset: Preset, dim: int, scale: float, batch: int, seed: int,
 def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] | None = None, dim: int = 1,
                out: str | Path | None = None, budget: float | None = 20.0, batch: int = 1000, seed: int = 0,
                resolver: str | None = None, points: Sequence[float] | None = None,
-               console: Console | None = None, progress: bool = True, plot: bool = True) -> dict[str, Any]:
+               console: Console | None = None, progress: bool = True, plot: bool = True, reps: int = 3
+               ) -> dict[str, Any]:
     """Run ``preset`` and return the result document; with ``out`` write it (JSON) and a PNG
-    beside it. ``points`` overrides the sweep values (at scale 1)."""
+    beside it. ``points`` overrides the sweep values (at scale 1). Every algorithm replays the
+    point's trace ``reps`` times, the algorithms interleaved; the median run (CPU seconds) is
+    reported with the range."""
     if preset not in PRESETS:
         raise KeyError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     pre = PRESETS[preset]
@@ -303,24 +321,29 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
             stats = trace.stats()
             point_info.append({"point": point, "workload": wp.as_dict(), "trace": stats,
                                "resolver": res_name or trace.resolver, "generation_seconds": gen_s})
-            for a in list(run_algos):
-                gc.collect()
-                if a == res_name:  # its run is the one that generated the trace
-                    secs, ops, extra = summarize(trace, trace.resolver_seconds, 0)
-                    extra["note"] = "timed while generating the trace"
-                else:
-                    task = prog.add_task(f"{a} {label}", total=stats["operations"])
+            runs: dict[str, list[tuple[float, int, dict[str, Any]]]] = {}
+            for rep in range(reps):  # the algorithms interleaved, each run once per repetition
+                for a in list(run_algos):
+                    gc.collect()
+                    task = prog.add_task(f"{a} {label} (run {rep + 1}/{reps})", total=stats["operations"])
                     try:
                         warm_up(a, dim)
                         op = make_operator(a, dim)
-                        secs, ops, extra = run_on_trace(op, trace, budget=None if a in UNBUDGETED else budget,
-                                                        verify=a != "dt_floor", progress=prog, task=task)
+                        run = run_on_trace(op, trace, budget=None if a in UNBUDGETED else budget,
+                                           verify=a != "dt_floor", progress=prog, task=task)
                     except Exception as e:  # noqa: BLE001
                         fail(a, label, e)
+                        run_algos.remove(a)
+                        runs.pop(a, None)
                         continue
                     finally:
                         prog.remove_task(task)
                         op = None
+                    runs.setdefault(a, []).append(run)
+            for a in run_algos:
+                if a not in runs:
+                    continue
+                secs, ops, extra = _median_run(runs[a])
                 if point:
                     extra["point"] = point
                     extra.pop("curve", None)
@@ -331,7 +354,7 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
             del trace
     params = {
         "dim": dim, "scale": scale, "mode": pre.mode, "title": pre.title, "algos": algos, "budget_s": budget,
-        "batch": batch, "seed": seed, "sweep": {"name": pre.sweep[0], "values": sweep_vals} if pre.sweep else None,
+        "batch": batch, "seed": seed, "reps": reps, "clock": "cpu (time.process_time)", "sweep": {"name": pre.sweep[0], "values": sweep_vals} if pre.sweep else None,
         "points": point_info, "skipped": skipped, "failed": failed, "paper": pre.paper,
     }
     doc = result_doc("threshold", preset, params, results)
