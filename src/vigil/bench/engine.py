@@ -19,7 +19,9 @@ count is checked against the engine's (a floor that misread the contract would s
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import inspect
 import math
 import statistics
 import tempfile
@@ -65,22 +67,14 @@ def split(ops: list[dict]) -> dict[str, list[dict]]:
 
 
 class _OpClock:
-    """CPU time spent inside the family operators: every public method of each group's ``op`` is
-    wrapped (on the instance) by a timer that counts only the outermost call."""
+    """CPU time spent inside the family operators: while :meth:`patched` is active, every public
+    method of every operator class of the registry (and the per-key call paths of keyed groups)
+    runs under a timer that counts only the outermost call, so operators created inside a batch
+    (a key's first rows) are counted too."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self._depth = 0
-
-    def wrap(self, op: Any) -> None:
-        if getattr(op, "_vigil_clocked", False):
-            return
-        for name in dir(type(op)):
-            f = getattr(type(op), name, None)
-            if name.startswith("_") or not callable(f) or isinstance(f, (staticmethod, classmethod, type)):
-                continue
-            setattr(op, name, self._timed(getattr(op, name)))
-        op._vigil_clocked = True
 
     def _timed(self, fn):
         @functools.wraps(fn)
@@ -96,14 +90,35 @@ class _OpClock:
                 self._depth -= 1
         return timed
 
-    def watch(self, eng: Any) -> None:
-        for g in eng.groups.values():
-            if getattr(g, "op", None) is not None:
-                self.wrap(g.op)
+    @contextlib.contextmanager
+    def patched(self):
+        from .. import registry
+        from ..quantiles import keyed_fast
+
+        saved: list[tuple[Any, str, Any]] = []
+        classes: set[type] = set()
+        for fam, impls in registry.IMPLEMENTATIONS.items():
+            for name in impls:
+                for cls in registry.resolve(fam, name).__mro__:
+                    if cls.__module__.startswith("vigil."):
+                        classes.add(cls)
+        for cls in classes:
+            for name, f in list(vars(cls).items()):
+                if name.startswith("_") or not inspect.isfunction(f):
+                    continue
+                saved.append((cls, name, f))
+                setattr(cls, name, self._timed(f))
+        for name in ("push", "lookup"):
+            saved.append((keyed_fast, name, getattr(keyed_fast, name)))
+            setattr(keyed_fast, name, self._timed(getattr(keyed_fast, name)))
+        try:
+            yield self
+        finally:
+            for owner, name, f in reversed(saved):
+                setattr(owner, name, f)
 
 
-def run_engine(table: pa.Table, ops: list[dict], out: Path, batch: int, clock: _OpClock | None = None,
-               ) -> tuple[float, pa.Table]:
+def run_engine(table: pa.Table, ops: list[dict], out: Path, batch: int) -> tuple[float, pa.Table]:
     """One run of replay's path: Engine over ``batch``-row slices, finish, outputs written to ``out``.
     CPU seconds and the output table."""
     import json
@@ -114,21 +129,10 @@ def run_engine(table: pa.Table, ops: list[dict], out: Path, batch: int, clock: _
     lines = [json.dumps(o) for o in ops]
     t0 = time.process_time()
     eng = Engine({}, 0.005, "pairs", columns=set(table.column_names))
-    if clock is not None:  # groups are created while operations apply: watch them after each step
-        new_group = eng.new_group
-
-        def watched(gcls, params):
-            g = new_group(gcls, params)
-            if getattr(g, "op", None) is not None:
-                clock.wrap(g.op)
-            return g
-        eng.new_group = watched
     eng.add_operations(lines, list(range(1, len(lines) + 1)))
     parts = []
     for s in range(0, table.num_rows, batch):
         parts.append(eng.process(table.slice(s, batch)))
-        if clock is not None:
-            clock.watch(eng)
     parts.append(eng.finish())
     outputs = pa.concat_tables(parts)
     write_outputs(outputs, out)
@@ -199,7 +203,8 @@ def run_preset(preset: str, scale: float | None = None, out: Path = Path("result
         for c, o in configs.items():  # the split operator / engine, instrumented (not in the timings)
             prog.update(task, description=f"operator / engine split: {c}")
             clock = _OpClock()
-            total, _ = run_engine(table, o, tmp / f"{c}.jsonl", batch, clock)
+            with clock.patched():
+                total, _ = run_engine(table, o, tmp / f"{c}.jsonl", batch)
             op_time[c] = clock.seconds / total if total > 0 else math.nan  # fraction in the operators
             prog.advance(task)
     results = []
