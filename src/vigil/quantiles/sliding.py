@@ -42,6 +42,7 @@ import numpy as np
 from ..arrays import check_increasing
 from . import QuantileOperator, merge_summaries
 from . import _sliding_kernels as K
+from . import _sliding_sweep as S
 
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
 
@@ -277,7 +278,12 @@ class Sliding(QuantileOperator):
                 K.expire(meta, ob, obs, blk, self.sv, self.si, mv, mi, mv2, n - int(self.rows) + 1)
             else:
                 mv2 = self.mv2
-            K.lookup(meta, ob, obs, blk, self.sv, self.si, mv, mi, mv2, phi, start, n, res)
+            lqs = np.maximum(start + 1, n - int(self.rows) + 1)
+            if lqs.min() == lqs.max():  # one window: by phi (the sweep of S.lookup_sorted)
+                order = np.argsort(phi, kind="stable")
+            else:
+                order = np.lexsort((phi, lqs))
+            S.lookup_sorted(meta, ob, obs, blk, self.sv, self.si, mv, mi, mv2, phi, lqs, order, n, res)
             out[ask] = res
         return out
 
