@@ -405,13 +405,22 @@ class Engine:
         for key, ks in per.items():
             got = self._ready(key, False).lookup_many(np.array([qids[k] for k in ks], np.int64), n)
             answers.update(zip(ks, got, strict=True))
+        run: tuple[list, list, list, list] = ([], [], [], [])  # plain answers in a row: one table
         for k, op in enumerate(ops):
-            if k in answers:  # the others are rejected by _apply with its reasons
-                value, keys = answers[k]
+            ans = answers.get(k)
+            if ans is not None and not isinstance(ans[0], PerKey):
+                run[0].append(self.ids[qids[k]])
+                run[1].append(op["at"])
+                run[2].append(ans[0])
+                run[3].append(ans[1])
+                continue
+            self.counts["ops_applied"] += self._out.emit_answers(run, self.position, self.out_counts)
+            if ans is not None:  # the others are rejected by _apply with its reasons
                 self.counts["ops_applied"] += 1
-                self._answer(qids[k], op["at"], value, keys)
+                self._answer(qids[k], op["at"], *ans)
             else:
                 self._apply(op, n)
+        self.counts["ops_applied"] += self._out.emit_answers(run, self.position, self.out_counts)
 
     # ------------------------------------------------------------------ elements
     def process(self, batch: pa.Table) -> pa.Table:

@@ -31,7 +31,7 @@ class Outbox:
 
     def __init__(self) -> None:
         self.segments: list[Segment] = []
-        self.rows: list[dict[str, Any]] = []  # operation outputs (contract columns)
+        self.rows: list[dict[str, Any] | pa.Table] = []  # operation outputs (contract columns; runs of answers: tables)
         self.pos: list[int] = []  # the engine position each was emitted at
 
     def __bool__(self) -> bool:
@@ -40,6 +40,43 @@ class Outbox:
     def emit(self, row: dict[str, Any], pos: int) -> None:
         self.rows.append(row)
         self.pos.append(pos)
+
+    def emit_answers(self, run: tuple[list, list, list, list], pos: int, out_counts: dict[str, int]) -> int:
+        """Answer events gathered as columns (ids, at, value, keys; the other columns null), emitted
+        one after the other at engine position ``pos`` as one table (a run of lookups: no dict
+        per answer); clears ``run``, counts them in ``out_counts``, returns how many."""
+        ids, at, values, keys = run
+        k = len(ids)
+        if not k:
+            return 0
+        null = pa.nulls(k)
+        cols = {"event": pa.array(["answer"] * k, pa.string()), "id": pa.array(ids, pa.string()),
+                "at": pa.array(at, pa.int64()), "value": pa.array(values, pa.float64()),
+                "keys": pa.array(keys, pa.list_(pa.string()))}
+        self.rows.append(pa.table([cols[f.name] if f.name in cols else null.cast(f.type) for f in OUTPUT_SCHEMA],
+                                  schema=OUTPUT_SCHEMA))
+        self.pos.extend([pos] * k)
+        out_counts["answer"] = out_counts.get("answer", 0) + k
+        for col in run:
+            col.clear()
+        return k
+
+    def _ops(self) -> pa.Table | None:
+        """The operation outputs as one table (rows as dicts, runs of answers as tables)."""
+        if not self.rows:
+            return None
+        parts, run = [], []
+        for r in self.rows:
+            if isinstance(r, dict):
+                run.append(r)
+                continue
+            if run:
+                parts.append(pa.Table.from_pylist(run, schema=OUTPUT_SCHEMA))
+                run = []
+            parts.append(r)
+        if run:
+            parts.append(pa.Table.from_pylist(run, schema=OUTPUT_SCHEMA))
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def add(self, seg: Segment) -> None:
         if seg.parts or seg.reasons:
@@ -64,7 +101,7 @@ class Outbox:
     def take(self, ids: list[str], out_counts: dict[str, int]) -> pa.Table:
         seg = self._merged()
         elem = None if seg is None else seg.table(ids, out_counts)
-        ops = pa.Table.from_pylist(self.rows, schema=OUTPUT_SCHEMA) if self.rows else None
+        ops = self._ops()
         pos = np.asarray(self.pos, np.int64)
         self.segments, self.rows, self.pos = [], [], []
         if elem is None or ops is None:
