@@ -125,11 +125,13 @@ def run_fixed(kernel, args, mode, plan):
 
 
 @numba.njit(cache=True, nogil=True)
-def bj_ssi(K, KS, cs, P, off, L_lo, L_id, R_hi, R_id, mode, oq, oi, oo):
+def bj_ssi(K, KS, cs, P, GOFF, GN, L_lo, L_id, R_hi, R_id, mode, oq, oi, oo):
     """BJ-SSI (§3.1.2, Fig. 4): per group g, locate d >= P[g] (one binary search), scan the
     group's ranges by decreasing right endpoint while hi >= d(pos) (affected on the right) and
     by increasing left endpoint while lo <= d(pos-1) (affected on the left), then walk K outward
-    from pos for each affected range. O(tau log m + k) per arriving tuple."""
+    from pos for each affected range. Group g's ranges are entries [GOFF[g], GOFF[g] + GN[g]) of
+    L (by lo ascending) and R (by hi descending), groups in increasing point order.
+    O(tau log m + k) per arriving tuple."""
     m = len(K)
     n = 0
     cnt = 0
@@ -140,7 +142,7 @@ def bj_ssi(K, KS, cs, P, off, L_lo, L_id, R_hi, R_id, mode, oq, oi, oo):
             pos = lb(K, c, P[g], pos, m)  # points ascending: positions move right
             if pos < m:
                 d2 = K[pos] + c
-                for j in range(off[g], off[g + 1]):
+                for j in range(GOFF[g], GOFF[g] + GN[g]):
                     hi = R_hi[j]
                     if hi < d2:
                         break
@@ -153,7 +155,7 @@ def bj_ssi(K, KS, cs, P, off, L_lo, L_id, R_hi, R_id, mode, oq, oi, oo):
                         n = put_range(oq, oi, oo, n, R_id[j], i, KS, pos, e)
             if pos > 0:
                 d1 = K[pos - 1] + c
-                for j in range(off[g], off[g + 1]):
+                for j in range(GOFF[g], GOFF[g] + GN[g]):
                     lo = L_lo[j]
                     if lo > d1:
                         break

@@ -14,9 +14,10 @@ pairs; Theorem 2):
 * BJ-Hotspot: BJ-SSI on the hot groups of :class:`~vigil.joins.hotspot.HotspotTracker`, BJ-QOuter
   on the scattered queries.
 
-Space O(n) for the query indexes (plus the stored tuples). Query indexes are rebuilt lazily at
-the next insert after registrations/terminations (O(n log n)); the partition itself is
-maintained per update (App. A.1).
+Space O(n) for the query indexes (plus the stored tuples). BJ-SSI's index is maintained per query
+update with its stabbing partition (App. A.1 / A.2; :mod:`vigil.joins._bj_ssi_index`: one group's
+lists touched per update, a full rebuild only when the partition reconstructs); the other plans'
+query indexes are rebuilt lazily at the next insert after registrations/terminations (O(n log n)).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from . import _join_kernels_band as kb
 from . import hotspot
+from ._bj_ssi_index import BandSSIIndex
 from .hotspot import HotspotTracker
 from .partition import make_partition
 
@@ -52,7 +54,7 @@ def _run(op, side, key, fn, *args):
 
 def _group_arrays(points: dict[int, float], group_of: dict[int, int], lohi: dict[int, tuple]) -> tuple:
     """Flat per-group arrays for bj_ssi (vectorised: two lexsorts over all queries): points in
-    increasing order, offsets, (lo ascending, ids), (hi descending, ids)."""
+    increasing order, group offsets and sizes, (lo ascending, ids), (hi descending, ids)."""
     gids = sorted(points, key=lambda g: points[g])
     rank = {g: r for r, g in enumerate(gids)}
     P = np.array([points[g] for g in gids], np.float64)
@@ -64,24 +66,49 @@ def _group_arrays(points: dict[int, float], group_of: dict[int, int], lohi: dict
     off[1:] = np.cumsum(np.bincount(grp, minlength=len(P)))
     o1 = np.lexsort((ids, lo, grp))
     o2 = np.lexsort((ids, -hi, grp))
-    return (P, off, np.ascontiguousarray(lo[o1]), ids[o1], np.ascontiguousarray(hi[o2]), ids[o2])
+    return (P, off[:-1].copy(), np.diff(off), np.ascontiguousarray(lo[o1]), ids[o1], np.ascontiguousarray(hi[o2]),
+            ids[o2])
 
 
 class BJSSI:
+    """The partition and the per-group lists are updated per query update (_bj_ssi_index); the
+    index is rebuilt only when the partition reconstructs."""
+
     def __init__(self, op, eps: float = 0.5, partition: str = "lazy") -> None:
         self.op = op
         self.part = make_partition(partition, eps)  # App. A.1 (lazy) or A.2 (refined)
+        self.idx = BandSSIIndex()
+
+    def _reconstructed(self):
+        """The partition was reconstructed (every group changed): rebuild the index now from its
+        flat arrays (App. A.1's partition keeps them), else at the next probe."""
+        lb = getattr(self.part, "last_build", None)
+        if lb is None:
+            self.idx.stale = True
+            return
+        ids, lo, hi, grp, base, pts = lb
+        self.idx.build_arrays(ids, lo, hi, grp, base + np.arange(len(pts)), pts)
 
     def add(self, qid, row):
-        self.part.insert(qid, row[0], row[1])
+        p, v = self.part, self.part.version
+        g = p.insert(qid, row[0], row[1])
+        if p.version != v:
+            self._reconstructed()
+        else:
+            self.idx.insert(g, p.point[g], qid, float(row[0]), float(row[1]))
 
     def remove(self, qid, row):
-        self.part.delete(qid)
+        p, v = self.part, self.part.version
+        p.delete(qid)
+        if p.version != v:
+            self._reconstructed()
+        else:
+            self.idx.delete(qid)
 
     def rebuild(self):
-        p = self.part
-        self.arrays = _group_arrays(p.point, p.group_of, p.iv)
-        p.drain_dirty()
+        self.idx.refresh(self.part)
+        self.arrays = self.idx.arrays()
+        self.part.drain_dirty()
 
     def probe(self, side, seqs, key, x, t, mode):
         return _run(self.op, side, key, kb.bj_ssi, *self.arrays, mode)

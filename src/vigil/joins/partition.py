@@ -20,7 +20,9 @@
   (:func:`make_partition` selects either: ``"lazy"`` = this class, ``"refined"`` = A.2).
 
 Consumers (the SSI join operators) read ``groups``/``point`` and the ``dirty`` set of groups
-changed since they last drained it (``drain_dirty``); ``version`` counts reconstructions.
+changed since they last drained it (``drain_dirty``); ``version`` counts reconstructions; after one,
+``last_build`` = (ids, lo, hi, group index, first group id, points) as flat arrays (an index
+rebuilt at that moment needs no pass over the dicts).
 """
 
 from __future__ import annotations
@@ -209,6 +211,7 @@ class StabbingPartition:
             self.dirty.add(g)
         self.group_of = dict(zip(ordered, (base + grp[order]).tolist(), strict=True))
         self._pts = [(float(pts[j]), base + j) for j in range(len(pts))]
+        self.last_build = (ids, lo, hi, grp, base, pts)  # read by the BJ-SSI index (_bj_ssi_index)
         self.tau0 = len(pts)
         self.updates = 0
         self.deleted_old = 0
