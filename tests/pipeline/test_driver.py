@@ -51,6 +51,9 @@ def test_driver_mode_equals_replay_and_late_ops(spark, tmp_path):
     m = sinks.read_metrics(tmp_path / "out")
     assert all(x["rows_in"] == x["rows_applied"] + x["rows_rejected"] for x in m)
     assert m[-1]["final"] and sum(x["rows_in"] for x in m) == n
+    for x in m[:-1]:  # I/O per batch: the collected rows, the snapshot + query log + manifest written
+        assert x["driver_bytes_in"] > 0 and x["driver_bytes_out"] == 0
+        assert x["state_bytes_written"] > x["snapshot_bytes"] > 0
 
 
 def test_malformed_rows_and_operations_are_rejected_with_reasons(spark, tmp_path):

@@ -184,15 +184,15 @@ class DriverProcessor(BaseProcessor):
             self._report(batch_id, {}, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0, skipped=True)
             return
         if not self.pipelined:
-            ops, rows, files = self.collect_split(df)
+            ops, rows, files = self.collect_split(df, batch_id=batch_id)
             self.process_batch(batch_id, ops, rows, files, t0, time.perf_counter() - t0)
             return
         # One Spark job. The DataFrame foreachBatch gets is the micro-batch's executed plan (a
         # LogicalRDD), so filtering it for the operation files (an earlier design: operations
         # first, rows in a second job) read every file of the batch twice; split on the driver.
         order = self.manifests.read(batch_id)  # Spark runs K again after a crash: the order of the first attempt
-        ops, rows, files = self.collect_split(df, order)
-        self.manifests.write(batch_id, files)  # durable before Spark commits the batch
+        ops, rows, files = self.collect_split(df, order, batch_id)
+        self.write_manifest(batch_id, files)  # durable before Spark commits the batch
         self._hand_over((batch_id, ops, rows, files, t0, time.perf_counter() - t0))
 
     def _hand_over(self, item: tuple) -> None:

@@ -100,11 +100,25 @@ class BaseProcessor:
         self.manifests = ManifestLog(self.store.dir)
         self.reorder = ReorderBuffer(cfg.max_reorder_rows)
         self._error: BaseException | None = None
+        # per batch id: bytes the driver received ("in": collected rows, shard results) and sent
+        # ("out": shard state and rows), and manifest bytes written for it (metrics: see _report)
+        self._io: dict[int, dict[str, int]] = {}
+        self._written0 = 0
 
-    def collect_split(self, df, order: list[str] | None = None) -> tuple[list[str], pa.Table, list[str]]:
+    def io(self, batch_id: int) -> dict[str, int]:
+        return self._io.setdefault(batch_id, {"in": 0, "out": 0, "durable": 0})
+
+    def write_manifest(self, batch_id: int, files: list[str]) -> None:
+        self.io(batch_id)["durable"] += self.manifests.write(batch_id, files)
+
+    def collect_split(self, df, order: list[str] | None = None, batch_id: int | None = None
+                      ) -> tuple[list[str], pa.Table, list[str]]:
         """The batch's (operation lines, stream rows in arrival order, files in applied order);
         ``order``: the files in a recorded order (a batch applied again)."""
-        return sources.split_batch(sources.with_row_index(df).toArrow(), self.cfg.fmt, order)
+        table = sources.with_row_index(df).toArrow()
+        if batch_id is not None:
+            self.io(batch_id)["in"] += table.nbytes
+        return sources.split_batch(table, self.cfg.fmt, order)
 
     def reorder_rows(self, rows: pa.Table) -> tuple[pa.Table, list[tuple[int | None, str]]]:
         """Rows that carry ``seq`` through the reorder buffer (others unchanged)."""
@@ -128,6 +142,8 @@ class BaseProcessor:
         the batch's processing time (collect + engine + outputs + snapshot); ``queue_s``: the time
         it waited for the engine between them (pipelined driver mode), not part of ``latency``."""
         d = delta(after, before) if after else {}
+        io = self._io.pop(batch_id, None) or {"in": 0, "out": 0, "durable": 0}
+        written = self.store.written + self.qlog.written  # snapshots and query log: this thread's
         buf_rej = d.pop("_buf_rejected", 0)
         waiting = after.get("ops_waiting", 0) if after else 0
         waiting0 = (before.get("ops_waiting", 0) if before else after.get("ops_waiting_before", 0)) if after else 0
@@ -158,11 +174,18 @@ class BaseProcessor:
             "engine_s": t_engine,
             "snapshot_s": t_snap,
             "snapshot_bytes": snap_bytes,
+            # what the design's scale depends on (docs/pipeline.md, "Metrics"): bytes the driver
+            # received (collected rows, shard results) and sent (shard state and rows), and the
+            # bytes written durably (snapshot, query log, manifests) during this batch
+            "driver_bytes_in": io["in"],
+            "driver_bytes_out": io["out"],
+            "state_bytes_written": io["durable"] + written - self._written0,
             "elements_per_s": d.get("rows_in", 0) / latency if latency > 0 else 0.0,
             "time": time.time(),
         }
         if files is not None:
             m["order"] = files
+        self._written0 = written
         if not skipped:
             sinks.write_metrics(self.cfg.out, batch_id, m)
         self.metrics.append(m)

@@ -95,6 +95,22 @@ KEYED, SPREAD, BAND, SHARED = "keyed", "spread", "band", "shared"
 STATE_VERSION = 3
 
 
+def _nbytes(x) -> int:
+    """Bytes of the byte strings, texts and Arrow/numpy buffers inside a task item or result (what
+    travels between the driver and the tasks; Python containers and scalars counted as 8 bytes)."""
+    if isinstance(x, bytes | bytearray | memoryview):
+        return len(x)
+    if isinstance(x, str):
+        return len(x.encode())
+    if isinstance(x, dict):
+        return sum(_nbytes(k) + _nbytes(v) for k, v in x.items())
+    if isinstance(x, list | tuple | set):
+        return sum(_nbytes(v) for v in x)
+    if hasattr(x, "nbytes"):
+        return int(x.nbytes)
+    return 8
+
+
 class ShardedProcessor(BaseProcessor):
     """The ``foreachBatch`` function of sharded mode."""
 
@@ -104,6 +120,7 @@ class ShardedProcessor(BaseProcessor):
         self.S = max(1, int(cfg.shards))
         self.state: dict[str, Any] | None = None
         self.alive: dict[str, int] = {}
+        self._cur = -1  # the batch being processed (driver bytes are counted for it)
 
     # ---------------------------------------------------------------- state
     def fresh(self) -> dict[str, Any]:
@@ -374,10 +391,15 @@ class ShardedProcessor(BaseProcessor):
 
     # ---------------------------------------------------------------- one batch
     def _run_shards(self, items: list[tuple]) -> list[tuple]:
+        io = self.io(self._cur)
+        io["out"] += _nbytes(items)
         if self.S == 1 or self.spark is None:  # no Spark: in-process (tests, one shard)
-            return [shard_task(it) for it in items]
-        rdd = self.spark.sparkContext.parallelize(items, len(items))
-        return sorted(rdd.map(shard_task).collect(), key=lambda r: r[0])
+            results = [shard_task(it) for it in items]
+        else:
+            rdd = self.spark.sparkContext.parallelize(items, len(items))
+            results = sorted(rdd.map(shard_task).collect(), key=lambda r: r[0])
+        io["in"] += _nbytes(results)
+        return results
 
     def __call__(self, df, batch_id: int) -> None:
         t0 = time.perf_counter()
@@ -386,15 +408,16 @@ class ShardedProcessor(BaseProcessor):
             self._report(batch_id, {}, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0, skipped=True)
             return
         order = self.manifests.read(batch_id)  # Spark runs K again after a crash: the first attempt's order
-        ops, rows, files = self.collect_split(df, order)
+        ops, rows, files = self.collect_split(df, order, batch_id)
         if self.cfg.fmt != "kafka":
-            self.manifests.write(batch_id, files)
+            self.write_manifest(batch_id, files)
         self.run_batch(batch_id, ops, rows, len(files), t0, time.perf_counter() - t0, files=files)
 
     def run_batch(self, batch_id: int, ops: list, rows: pa.Table, n_files: int = 0, t0: float | None = None,
                   t_collect: float = 0.0, files: list[str] | None = None) -> pa.Table:
         """One batch from its collected operations and rows (ordered); returns its output."""
         t0 = time.perf_counter() if t0 is None else t0
+        self._cur = batch_id  # the batch whose driver bytes _run_shards counts
         if self.state is None or self.batch != batch_id - 1:
             self.state = self.load(batch_id - 1)
         st = self.state
@@ -460,6 +483,7 @@ class ShardedProcessor(BaseProcessor):
         ``finish()``; written as batch last+1, nothing snapshotted (as in driver mode)."""
         t0 = time.perf_counter()
         last = self.store.latest()
+        self._cur = (last if last is not None else -1) + 1
         st = self.load(last)
         waiting0 = len(st.get("waiting", []))
         held = self.reorder.flush()

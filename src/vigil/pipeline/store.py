@@ -23,6 +23,7 @@ class SnapshotStore:
         self.dir = Path(checkpoint) / "vigil"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.keep = max(2, keep)
+        self.written = 0  # bytes written durably by this process (metrics: state_bytes_written)
 
     def path(self, k: int) -> Path:
         return self.dir / f"snapshot-{k:012d}.bin"
@@ -40,6 +41,7 @@ class SnapshotStore:
 
     def save(self, k: int, data: bytes) -> None:
         atomic_write_bytes(self.path(k), data)
+        self.written += len(data)
         for old in self.ids()[: -self.keep]:
             self.path(old).unlink(missing_ok=True)
 
@@ -65,6 +67,7 @@ class QueryLog:
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / "queries.jsonl"
+        self.written = 0  # bytes appended by this process
 
     def size(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
@@ -72,7 +75,7 @@ class QueryLog:
     def append(self, ids: list, specs: list[str]) -> int:
         """Append one record (fsync'd); returns the log's size in bytes. ``specs`` are JSON."""
         with open(self.path, "ab") as f:
-            f.write(f"[{json.dumps(ids)},[{','.join(specs)}]]\n".encode())
+            self.written += f.write(f"[{json.dumps(ids)},[{','.join(specs)}]]\n".encode())
             f.flush()
             os.fsync(f.fileno())
             return f.tell()
@@ -114,9 +117,12 @@ class ManifestLog:
     def path(self, k: int) -> Path:
         return self.dir / f"batch-{k:012d}.json"
 
-    def write(self, k: int, files: list[str]) -> None:
+    def write(self, k: int, files: list[str]) -> int:
+        """Write the manifest of batch ``k``; returns its size in bytes."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.path(k), json.dumps({"batch": k, "files": files}).encode())
+        data = json.dumps({"batch": k, "files": files}).encode()
+        atomic_write_bytes(self.path(k), data)
+        return len(data)
 
     def read(self, k: int) -> list[str] | None:
         p = self.path(k)

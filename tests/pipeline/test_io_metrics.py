@@ -1,0 +1,45 @@
+"""Per-batch I/O metrics of vigil run (out/_metrics): bytes the driver receives and sends, bytes
+written durably. Sharded mode run in-process (its shard tasks without Spark), driver mode through
+its processor."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vigil.pipeline import sinks
+from vigil.pipeline.config import RunConfig
+from vigil.pipeline.sharded import ShardedProcessor
+from vigil.workloads.trades import trade_queries, trades
+
+
+def _run(tmp, rows_per_batch: int, queries: int, batches: int = 3) -> list[dict]:
+    cfg = RunConfig(stream="", queries="", out=str(tmp / "out"), checkpoint=str(tmp / "ck"), mode="sharded",
+                    shards=4, quiet=True)
+    proc = ShardedProcessor(cfg, None, None)
+    n = rows_per_batch * batches
+    table = trades(n, seed=1)
+    ops = [json.dumps({**o, "at": 0}) for o in trade_queries(n, queries, seed=2, families=("threshold", "windows"))
+           if o["op"] == "register"]
+    for k in range(batches):
+        proc.run_batch(k, ops if k == 0 else [], table.slice(k * rows_per_batch, rows_per_batch))
+    return sinks.read_metrics(cfg.out)
+
+
+def test_sharded_metrics_count_driver_and_durable_bytes(tmp_path):
+    ms = _run(tmp_path, 2_000, 100)
+    assert [m["batch"] for m in ms] == [0, 1, 2]
+    for m in ms:
+        assert m["driver_bytes_in"] > 0 and m["driver_bytes_out"] > 0
+        # one snapshot per batch (the routing table is in it; no manifest: batches handed in directly)
+        assert m["state_bytes_written"] == m["snapshot_bytes"] > 0
+
+
+@pytest.mark.xfail(strict=True, reason="sharded mode still collects every row on the driver and ships "
+                   "every shard's whole state through it each batch (scale-out issue, deliverables 1-2)")
+def test_sharded_driver_bytes_flat_under_10x_rows_and_queries(tmp_path):
+    small = _run(tmp_path / "a", 2_000, 100)[-1]
+    large = _run(tmp_path / "b", 20_000, 1_000)[-1]
+    assert large["driver_bytes_in"] + large["driver_bytes_out"] <= 1.5 * (
+        small["driver_bytes_in"] + small["driver_bytes_out"])
