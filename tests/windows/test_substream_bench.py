@@ -28,7 +28,7 @@ def test_fig12_smoke(tmp_path):
     assert json.loads(out.read_text())["preset"] == "fig12"
     assert out.with_suffix(".png").exists()
     algos = {r["algo"] for r in doc["results"]}
-    assert algos == {"ci", "naive", "naive_probe", "duckdb"}
+    assert algos == {"ci", "naive", "naive_probe", "duckdb", "engine"}
     for r in doc["results"]:
         assert r["extra"]["verified"], r
         assert 0 < r["extra"]["selectivity"] < 0.5

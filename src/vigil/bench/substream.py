@@ -12,7 +12,10 @@ fig12     one trading day, ~5,000 Zipf symbols (:mod:`vigil.workloads.substream`
           paper's baseline); ``naive_probe`` (every key per lookup, but "count > v" decided by one
           probe of the key's (v+1)-th last element, as CI's post-filter: a stronger per-key peer);
           ``duckdb`` (each lookup batch recomputed in SQL: GROUP BY key HAVING count(*) > v over
-          the rows of the window, the whole day's rows registered once as an Arrow table).
+          the rows of the window, the whole day's rows registered once as an Arrow table); ``engine``
+          (the user's path: the same trades, queries and lookups as an event log through
+          ``Engine.process``, outputs written, beside the same CI called directly; at batch
+          1,000 over a prefix: ``vigil.bench.engine_path.FIG12_ENGINE``).
 ========  =====================================================================================
 
 An *input* (operation) is one update or one lookup, as in the paper. Every algorithm replays the
@@ -63,7 +66,7 @@ PRESETS: dict[str, Preset] = {
     "fig12": Preset("fig12", "Fig. 12: CI-COUNT + post-filter vs naive per-key, p swept", trades=1_000_000,
                     paper="naive ~1,000 inputs/s; CI-COUNT with a good p ~25,000 inputs/s (25x); 700 MHz PIII"),
 }
-DEFAULT_ALGOS = ("ci", "naive", "naive_probe", "duckdb")
+DEFAULT_ALGOS = ("ci", "naive", "naive_probe", "duckdb", "engine")
 VERIFY = 300  # lookups whose answers are compared across algorithms
 
 
@@ -183,6 +186,8 @@ def run_preset(preset: str, scale: float | None, algos: list[str] | None, out: P
     runs: list[tuple[str, int, int | None]] = []
     for b in pr.batches:
         for a in algos:
+            if a == "engine":
+                continue
             if a == "ci":
                 runs.extend(("ci", b, p) for p in pr.p_values)
             else:
@@ -218,6 +223,10 @@ def run_preset(preset: str, scale: float | None, algos: list[str] | None, out: P
                 seconds = secs * total / done
             results.append(Result(algo, seconds, total, extra=extra))
             bar.advance(task)
+    if "engine" in algos:  # the user's path: the same trace through Engine.process (vigil.bench.engine_path)
+        from . import engine_path
+
+        results += engine_path.substream_column(tr, console)
     params = {"scale": scale, "trades": len(tr.keys), "symbols": pr.n_symbols, "queries": pr.n_queries,
               "warmup_elements": tr.warm, "timed_inputs": total, "windows_s": [900, 10800],
               "selectivity_target": [0.03, 0.05], "p_values": list(pr.p_values), "batches": list(pr.batches),
@@ -226,6 +235,8 @@ def run_preset(preset: str, scale: float | None, algos: list[str] | None, out: P
     write_json(out, doc)
     plot(doc, png_path(out))
     Console(width=max(console.width, 130)).print(table(doc))
+    if "engine" in algos:
+        Console(width=max(console.width, 130)).print(engine_path.engine_table(doc))
     return doc
 
 

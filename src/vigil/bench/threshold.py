@@ -24,6 +24,11 @@ under DT's cost. Algorithms other than dt/dt_floor stop once their measured time
 budget; their cost is then extrapolated to the whole trace: push time scales with the work
 ``sum(elements * alive queries)`` of the pushes (the per-element cost of every baseline is
 proportional to the alive queries), register/terminate time with their count.
+
+``engine`` (in the defaults, at points with >= 1,000 elements per push): the user's path, the
+trace as an event log (elements as a stream table, registrations and terminations as operations
+at their positions) through ``Engine.process`` with the maturities written, beside the engine's
+implementation (auto) replaying the trace: ``vigil.bench.engine_path``.
 """
 
 from __future__ import annotations
@@ -81,11 +86,12 @@ PRESETS: dict[str, Preset] = {
                           "size and d; auto should stay within 1.2x of the best at every point"),
 }
 
-DEFAULT_ALGOS = {1: ("dt", "dt_floor", "scan", "interval_tree"),
-                 2: ("dt", "dt_floor", "scan", "seg_intv", "rtree")}
+DEFAULT_ALGOS = {1: ("dt", "dt_floor", "scan", "interval_tree", "engine"),
+                 2: ("dt", "dt_floor", "scan", "seg_intv", "rtree", "engine")}
 #: the batch preset: DT, the batch sweep, auto and the stabbing baselines (rtree, ~50x slower
 #: than scan on this workload, only with --algos)
-BATCH_ALGOS = {1: ("dt", "sweep", "auto", "scan", "interval_tree"), 2: ("dt", "sweep", "auto", "scan", "seg_intv")}
+BATCH_ALGOS = {1: ("dt", "sweep", "auto", "scan", "interval_tree", "engine"),
+               2: ("dt", "sweep", "auto", "scan", "seg_intv", "engine")}
 UNBUDGETED = ("dt", "dt_floor", "auto")
 
 
@@ -269,6 +275,8 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
     pre = PRESETS[preset]
     scale = pre.default_scale if scale is None else float(scale)
     algos = list(algos) if algos else list(default_algos(dim, preset))
+    engine = "engine" in algos  # the user's path (vigil.bench.engine_path), at points of >= 1,000 rows per batch
+    algos = [a for a in algos if a != "engine"]
     console = console or Console()
     if budget is not None and budget <= 0:
         budget = None
@@ -351,6 +359,10 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
                 if extra.get("verified") is False:
                     console.print(f"[red]{a}: outputs differ from the trace ({trace.resolver}) "
                                   f"on {extra['mismatched_pushes']} pushes[/red]")
+            if engine and wp.batch >= 1000:
+                from .engine_path import threshold_column
+
+                results.append(threshold_column(trace, wp.batch, dim, point, console))
             del trace
     params = {
         "dim": dim, "scale": scale, "mode": pre.mode, "title": pre.title, "algos": algos, "budget_s": budget,
@@ -360,6 +372,10 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
     doc = result_doc("threshold", preset, params, results)
     ref = "dt" if any(r.algo == "dt" for r in results) else (results[0].algo if results else "dt")
     print_table(doc, reference=ref, console=console)
+    if engine:
+        from .engine_path import engine_table
+
+        console.print(engine_table(doc))
     for line in summary_lines(doc):
         console.print(line)
     if out is not None:
@@ -438,7 +454,7 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     lines = []
     for key, rs in by_point.items():
         dt = rs.get("dt")
-        base = {a: r for a, r in rs.items() if a not in ("dt", "dt_floor", "auto", "sweep")}
+        base = {a: r for a, r in rs.items() if a not in ("dt", "dt_floor", "auto", "sweep", "engine")}
         if dt is None or not base:
             continue
         best = min(base.values(), key=lambda r: r["per_op_us"])
@@ -470,7 +486,7 @@ def markdown_table(doc: dict[str, Any]) -> str:
             r = rs.get(a)
             cells.append("-" if r is None else f"{r['per_op_us']:.3g}" + ("*" if "prefix" in r["extra"] else ""))
         dt, fl = rs.get("dt"), rs.get("dt_floor")
-        base = [r for a, r in rs.items() if a not in ("dt", "dt_floor", "auto", "sweep")]
+        base = [r for a, r in rs.items() if a not in ("dt", "dt_floor", "auto", "sweep", "engine")]
         if dt and base:
             best = min(base, key=lambda r: r["per_op_us"])
             cells.append(f"{best['per_op_us'] / dt['per_op_us']:.3g} ({best['algo']})")
@@ -479,7 +495,7 @@ def markdown_table(doc: dict[str, Any]) -> str:
         cells.append(f"{dt['per_op_us'] / fl['per_op_us']:.3g}" if dt and fl else "-")
         if has_auto:
             au = rs.get("auto")
-            others = [r for a, r in rs.items() if a not in ("auto", "dt_floor")]
+            others = [r for a, r in rs.items() if a not in ("auto", "dt_floor", "engine")]
             if au and others:
                 best = min(others, key=lambda r: r["per_op_us"])
                 cells.append(f"{au['per_op_us'] / best['per_op_us']:.3g} ({best['algo']})")

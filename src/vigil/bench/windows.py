@@ -23,6 +23,10 @@ names are ``<implementation>_<agg>`` (``rint_sum``, ``bint_max``, ``bint_qnt_qua
   sums (SUM/COUNT/AVG) or window functions with per-lookup frames (MIN/MAX/QUANTILE), DuckDB's
   range join (O(W) per lookup), and the cheapest bottleneck/numpy reduction per looked-up slice.
 
+``engine`` (fig9, fig11; in the defaults): the user's path, the same elements, queries and
+lookups as an event log through ``Engine.process`` with the outputs written, beside the operator
+path (the same implementation called directly): ``vigil.bench.engine_path`` says which points.
+
 fig11's N_max is max(10^5, 2 W) (distinct windows at every W); ``VIGIL_FIG11_W=10000,100000``
 restricts it to some widths.
 
@@ -64,7 +68,7 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "fig9": Preset("fig9", "Fig. 9: input rate vs update fraction (1,000 SUM operators)",
                    ("rint_sum", "bint_sum", "lint_sum", "psoup_sum", "materialize_all_sum", "materialize_none_sum",
-                    "duckdb_sum", "duckdb_rangejoin_sum", "bottleneck_sum"),
+                    "duckdb_sum", "duckdb_rangejoin_sum", "bottleneck_sum", "engine"),
                    "R-INT best everywhere; B-INT and PSoup similar with no updates, PSoup falls and B-INT "
                    "improves as updates grow; materialize-all good only at low update rates, materialize-none "
                    "only at low lookup rates (700 MHz Pentium III)"),
@@ -76,7 +80,7 @@ PRESETS: dict[str, Preset] = {
                     ("rint_sum", "auto_sum", "bint_max", "slickdeque_max", "lint_max", "auto_max", "bint_qnt_quantile",
                      "auto_quantile", "psoup_max",
                      "duckdb_sum", "duckdb_max", "duckdb_quantile", "duckdb_rangejoin_sum", "duckdb_rangejoin_max",
-                     "duckdb_rangejoin_quantile", "bottleneck_sum", "bottleneck_max"),
+                     "duckdb_rangejoin_quantile", "bottleneck_sum", "bottleneck_max", "engine"),
                     "R-INT ~10^7 lookups/s at every W; B-INT falls slowly with log W; B-INT-QNT ~22,000/s at "
                     "W = 100,000"),
     "keyed": Preset("keyed", "per-key windows: 10,000 keys x 10 SUM/MAX queries (where and group_by)",
@@ -296,7 +300,7 @@ def plot(doc: dict, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    res = doc["results"]
+    res = [r for r in doc["results"] if r["algo"] != "engine"] or doc["results"]  # engine: its own table
     batches = sorted({r["extra"]["point"]["batch"] for r in res})
     xkey = next(k for k in res[0]["extra"]["point"] if k != "batch")
     fig, axes = plt.subplots(1, len(batches), figsize=(6.0 * len(batches), 4.4), dpi=80, squeeze=False)
@@ -337,15 +341,24 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
         return run_keyed(scale, algos, out, batches, seed, title=p.title, paper=p.paper)
     scale = p.default_scale if scale is None else float(scale)
     algos = list(algos or p.algos)
+    engine = "engine" in algos and preset in ("fig9", "fig11")
+    algos = [a for a in algos if a != "engine"]
     batches = tuple(batches or DEFAULT_BATCHES[preset])
     console = Console()
     params, results = RUNNERS[preset](algos, scale, batches, budget, seed, console)
     params.update(scale=scale, budget=budget, seed=seed, title=p.title, paper=p.paper)
+    if engine:  # the user's path: the same workload through Engine.process (vigil.bench.engine_path)
+        from . import engine_path
+
+        results += engine_path.windows_column(preset, scale, seed, console)
+        params["engine"] = engine_path.FIG9_ENGINE if preset == "fig9" else engine_path.FIG11_ENGINE
     doc = result_doc("windows", preset, params, results)
     out = Path(out)
     write_json(out, doc)
     plot(doc, out.with_suffix(".png"))
-    ref = REFERENCE[preset] if REFERENCE[preset] in algos else algos[0]
+    ref = REFERENCE[preset] if REFERENCE[preset] in algos else (algos or ["engine"])[0]
     print_table(doc, reference=ref, console=console)
+    if engine:
+        console.print(engine_path.engine_table(doc))
     console.print(f"wrote {out} and {out.with_suffix('.png')}")
     return doc
