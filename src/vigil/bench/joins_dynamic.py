@@ -187,55 +187,77 @@ def refit(npz: str | Path, out: str | Path, config: dict | None = None, console=
 
 
 def run_batch_fit(scale: float = 0.1, grid: list[int] | None = None, batch: int = 1000, seed: int = 0,
-                  out: str | Path = "results/joins_fit_batch.json", console=None) -> dict:
-    """Select joins: fit the models on *batch* times. Per grid point and per arrival
+                  out: str | Path = "results/joins_fit_batch.json", hot_fracs=(None, 0.7), console=None) -> dict:
+    """Select joins: fit the models on *batch* times. Per workload (|Q| x |S| on ``grid``, each on
+    Table I's query set and on fig9's clustered one for each of ``hot_fracs``) and per arrival
     distribution (the fit's nine: keys uniform / near the S.B peak / in the tails x R.A uniform /
     concentrated / spread), every plan probes the same ``batch`` tuples in one call (CPU time,
     minimum of 2); the row is the sum of the tuples' feature vectors (the models are linear, so a
     batch's estimated cost is that sum times theta) and y the batch's time. Why: the plans'
     kernels process a batch as a whole (SJ-SSI / SJ-Hotspot group by group in (partner block, a)
     order since 1ac086d), so a tuple's cost inside a batch is not its cost alone, which is what
-    :func:`run_fit` measures. Writes the --fit JSON format (loadable, shippable)."""
+    :func:`run_fit` measures. The raw rows go to OUT.npz (:func:`refit_batch` fits them again,
+    on a subset of the workloads for held-out checks); writes the --fit JSON format."""
     console = console or Console()
     sizes = [max(100, int(g * scale)) for g in (grid or GRID)]
     rng = np.random.default_rng(seed + 11)
-    rows: dict[str, list] = {c: [] for c in cm.MODELS["select"]}
-    ys: dict[str, list] = {c: [] for c in cm.MODELS["select"]}
-    for nq in sizes:
-        for ns in sizes:
-            t0 = time.perf_counter()
-            op, _, _, _ = load("select", nq, ns, seed, 3)
-            for ks in (None, 0.05, 3.0):
-                for sa in (None, 3e4, 3e6):
-                    key, x = wl.arrivals(batch, 100, rng, ks, sa)
-                    x = x.astype(np.float64)
-                    t = np.full(batch, np.nan)
-                    f = cm.features("select", op.stats("left", key, x, t, exact=True))
-                    seqs = np.arange(batch)
-                    for c in op.choices:
-                        op._run(c, "left", seqs, key, x, t, 2)  # warm: the plan's kernels and index
-                        best = np.inf
-                        for _ in range(2):
-                            c0 = time.thread_time()
-                            op._run(c, "left", seqs, key, x, t, 2)
-                            best = min(best, time.thread_time() - c0)
-                        rows[c].append(cm.design("select", c, f, batch).sum(axis=0))
-                        ys[c].append(best * 1e6)
-            console.log(f"batch fit |Q|={nq:,} |S|={ns:,} ({time.perf_counter() - t0:.1f} s)")
-    doc: dict[str, Any] = {"family": "joins", "preset": "fit_batch", "params": {"select": {}}, "fit": {"select": {}},
-                           "config": {"scale": scale, "sizes": sizes, "batch": batch, "seed": seed,
-                                      "distributions": 9}, "machine": machine_info()}
+    raw: dict[str, list] = {"workload": [], "dist": []}
     for c in cm.MODELS["select"]:
-        A, y = np.array(rows[c]), np.array(ys[c])
-        theta, hw = cm.fit(A, y)
+        raw[f"X/{c}"], raw[f"y/{c}"] = [], []
+    points = [(nq, ns, h) for h in hot_fracs for nq in sizes for ns in sizes]
+    for w_id, (nq, ns, h) in enumerate(points):
+        t0 = time.perf_counter()
+        op, _, _, _ = load("select", nq, ns, seed, 3, hot_frac=h)
+        for d_id, (ks, sa) in enumerate((ks, sa) for ks in (None, 0.05, 3.0) for sa in (None, 3e4, 3e6)):
+            key, x = wl.arrivals(batch, 100, rng, ks, sa)
+            x = x.astype(np.float64)
+            t = np.full(batch, np.nan)
+            f = cm.features("select", op.stats("left", key, x, t, exact=True))
+            seqs = np.arange(batch)
+            for c in op.choices:
+                op._run(c, "left", seqs, key, x, t, 2)  # warm: the plan's kernels and index
+                best = np.inf
+                for _ in range(2):
+                    c0 = time.thread_time()
+                    op._run(c, "left", seqs, key, x, t, 2)
+                    best = min(best, time.thread_time() - c0)
+                raw[f"X/{c}"].append(cm.design("select", c, f, batch).sum(axis=0))
+                raw[f"y/{c}"].append(best * 1e6)
+            raw["workload"].append(w_id)
+            raw["dist"].append(d_id)
+        console.log(f"batch fit |Q|={nq:,} |S|={ns:,} hot={h} ({time.perf_counter() - t0:.1f} s)")
+    npz = Path(out).with_suffix(".npz")
+    np.savez_compressed(npz, points=np.array([(nq, ns, -1.0 if h is None else h) for nq, ns, h in points]),
+                        **{k: np.array(v) for k, v in raw.items()})
+    config = {"scale": scale, "sizes": sizes, "batch": batch, "seed": seed, "distributions": 9,
+              "hot_fracs": list(hot_fracs)}
+    return refit_batch(npz, out, config, console=console)
+
+
+def refit_batch(npz: str | Path, out: str | Path | None = None, config: dict | None = None, train=None,
+                console=None) -> dict:
+    """Fit the select models on the rows of :func:`run_batch_fit` (``train``: a boolean mask over
+    the workloads, default all) with :func:`vigil.joins.costs.fit_bounded` (relative error, each
+    term floored); writes ``out`` (the --fit JSON format) when given."""
+    console = console or Console()
+    raw = np.load(npz)
+    rows = np.ones(len(raw["workload"]), bool) if train is None else np.asarray(train)[raw["workload"]]
+    doc: dict[str, Any] = {"family": "joins", "preset": "fit_batch", "params": {"select": {}}, "fit": {"select": {}},
+                           "config": config or {}, "machine": machine_info(), "raw": Path(npz).name}
+    for c in cm.MODELS["select"]:
+        A, y = raw[f"X/{c}"][rows], raw[f"y/{c}"][rows]
+        theta, lower = cm.fit_bounded(A, y)
         names = [p for p, _ in cm.MODELS["select"][c]]
         r2 = 1 - float(((y - A @ theta) ** 2).sum()) / max(float(((y - y.mean()) ** 2).sum()), 1e-300)
-        doc["params"]["select"][c] = {nm: {"value": float(v), "ci95": [float(v - h), float(v + h)]}
-                                      for nm, v, h in zip(names, theta, hw, strict=True)}
-        doc["fit"]["select"][c] = {"rows": len(y), "r2": r2, "mean_us_per_tuple": float(y.mean() / batch)}
+        rel = float(np.median(np.abs(A @ theta - y) / np.maximum(y, 1e-9)))
+        doc["params"]["select"][c] = {nm: {"value": float(v), "floor": float(lo)}
+                                      for nm, v, lo in zip(names, theta, lower, strict=True)}
+        doc["fit"]["select"][c] = {"rows": len(y), "r2": r2, "median_rel_error": rel,
+                                   "mean_us_per_tuple": float(y.mean() / int((config or {}).get("batch", 1000)))}
         console.log(f"batch fit select {c}: " + ", ".join(f"{nm}={v:.4g}" for nm, v in zip(names, theta, strict=True))
-                    + f"; R^2 {r2:.2f}; mean {y.mean() / batch:.2f} us/tuple")
-    write_json(out, doc)
+                    + f"; R^2 {r2:.2f}; median relative error {rel:.2f}")
+    if out is not None:
+        write_json(out, doc)
     return doc
 
 

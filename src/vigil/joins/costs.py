@@ -148,6 +148,56 @@ def fit(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return theta, hw
 
 
+def nnls(A: np.ndarray, b: np.ndarray, iters: int = 200) -> np.ndarray:
+    """argmin ||A x - b|| subject to x >= 0 (Lawson-Hanson active set; k columns, k small)."""
+    k = A.shape[1]
+    x = np.zeros(k)
+    P = np.zeros(k, bool)
+    w = A.T @ (b - A @ x)
+    tol = 1e-10 * max(1.0, float(np.abs(w).max(initial=0.0)))
+    for _ in range(iters):
+        if P.all() or (w[~P] <= tol).all():
+            break
+        P[np.flatnonzero(~P)[np.argmax(w[~P])]] = True
+        while True:
+            z = np.zeros(k)
+            z[P] = np.linalg.lstsq(A[:, P], b, rcond=None)[0]
+            if (z[P] > 0).all():
+                x = z
+                break
+            neg = P & (z <= 0)
+            a = float(np.min(x[neg] / np.maximum(x[neg] - z[neg], 1e-300)))
+            x = x + a * (z - x)
+            P &= x > 1e-15
+            x[~P] = 0.0
+        w = A.T @ (b - A @ x)
+    return x
+
+
+FLOOR = 0.02  # each term explains at least this share of a median row's cost (fit_bounded)
+
+
+def fit_bounded(X: np.ndarray, y: np.ndarray, floor: float = FLOOR) -> tuple[np.ndarray, np.ndarray]:
+    """The constrained fit of the shipped select models: minimise the squared *relative* error
+    sum ((X theta - y) / y)^2 (batches of 50 us and of 50 ms weigh alike, as the router compares
+    plans at every size) subject to theta_i >= lower_i, lower_i = ``floor`` x the median over the
+    rows of y / X_i (the coefficient at which term i alone would be ``floor`` of the cost): every
+    term of the paper's model prices real work, so none is fitted to 0 (a plan whose terms are
+    all 0 looks free wherever its remaining feature is small). Returns (theta, lower)."""
+    X = np.asarray(X, np.float64)
+    y = np.asarray(y, np.float64)
+    k = X.shape[1]
+    lower = np.zeros(k)
+    for i in range(k):
+        m = X[:, i] > 0
+        if m.any():
+            lower[i] = floor * float(np.median(y[m] / X[m, i]))
+    w = 1.0 / np.maximum(y, max(float(np.median(y)) * 1e-3, 1e-9))
+    A = X * w[:, None]
+    theta = lower + nnls(A, (y - X @ lower) * w)
+    return theta, lower
+
+
 def load_params(path: str | Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """kind -> strategy -> parameter -> value: the file ``path`` (or $VIGIL_JOIN_COSTS), else the
     shipped fit; a file lacking a kind or strategy falls back to the shipped values for it."""
