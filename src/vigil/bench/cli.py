@@ -141,7 +141,8 @@ def quantiles(
     preset: str = typer.Option(..., "--preset", help="fig5|fig8|fig9|fig10|fig11|fig12|fig13|fig14 (paper 004, "
                                "§5); peers (GK vs KLL/REQ/t-digest, KLL re-answer); targets (1M notify "
                                "queries vs GK alone and the KLL re-answer peer); clustered (KLL peer answering one "
-                               "phi per casu cluster, contract failures); matched (sketches at equal rank error)"),
+                               "phi per casu cluster, contract failures); matched (sketches at equal rank error); spark (Spark "
+                               "SQL percentile_approx beside GK/casu); fig7, fig15, eager (§2.4 baseline)"),
     scale: float = typer.Option(None, "--scale", help="fraction of the paper's sizes (2M queries, 5M "
                                 "elements); default 0.1"),
     algos: str = typer.Option(None, "--algos", help="comma-separated: casu, csu, su, naive, casu_noclust, "

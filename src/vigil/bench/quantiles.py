@@ -57,7 +57,7 @@ from ..workloads.quantiles import arrivals, data_stream, query_batches, query_se
 from .common import Result, plot_doc, png_path, print_table, result_doc, write_json
 
 PRESETS = ("fig5", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "peers", "targets", "alerts",
-           "sliding", "registered", "clustered", "matched")
+           "sliding", "registered", "clustered", "matched", "spark", "fig7", "fig15", "eager")
 EPS = 0.005
 BATCH = 100_000
 
@@ -320,6 +320,15 @@ def _run_peers_preset(preset: str, scale: float | None, out: str | Path, seed: i
     return doc
 
 
+def run_paper(preset: str, scale: float | None, out: str | Path, seed: int = 0, notify: str = "query",
+              **kw: Any) -> dict[str, Any]:
+    """fig7, fig15, eager (:mod:`.quantiles_paper`); ``kw``: repeat, budget, queries."""
+    from .quantiles_paper import run_paper_preset
+
+    hooks = {"run_processing": run_processing, "summary_seconds": summary_seconds, "op": _op}
+    return run_paper_preset(preset, scale, out, seed, notify, hooks, **kw)
+
+
 def run_preset(preset: str, scale: float | None = None, algos: list[str] | None = None,
                out: str | Path = "results/quantiles.json", seed: int = 0, progress: bool = True,
                notify: str = "query", peer: bool = True) -> dict[str, Any]:
@@ -331,6 +340,12 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
         return run_alerts_preset(scale, algos, out, seed)
     if preset in ("clustered", "matched"):  # the peers in their strongest form: bench/quantiles_peers.py
         return _run_peers_preset(preset, scale, out, seed)
+    if preset == "spark":  # Spark SQL's percentile_approx as a peer: bench/quantiles_spark.py
+        from .quantiles_spark import run_spark_preset
+
+        return run_spark_preset(scale, out, seed)
+    if preset in ("fig7", "fig15", "eager"):  # the figures added last: bench/quantiles_paper.py
+        return run_paper(preset, scale, out, seed, notify)
     if preset in ("sliding", "registered"):  # the user's path: bench/quantiles_user.py
         from .quantiles_user import run_user_preset
 
