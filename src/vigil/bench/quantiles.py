@@ -9,8 +9,17 @@ Presets (``--scale F`` multiplies the paper's sizes; default 0.1):
 * fig10 — CSU vs CASU with clustering, 2M*F predefined queries, 5M*F elements (§5.4).
 * fig11 — 2M*F dynamically issued queries (arrivals uniform over the stream; whole-stream queries).
 * fig12 — query batches issued and dropped like a sliding window (uni10, uni20, zipf10, zipf20).
-* fig13 — sliding windows (W = 500K*F) on the three streams: total time and summary time.
-* fig14 — sliding windows: W in {200K, 600K, 1M}*F and eps in {0.005, 0.01, 0.02}.
+* fig7  — OQC under query deletions (§5.1, Fig. 7): cluster ratios QC_A/OQC, QC_B/OQC and CPU
+  (:mod:`.quantiles_paper`; default F = 0.1).
+* fig13 — sliding windows (W = 500K*F) on the three streams, 1M*F notify queries (Table 1): CPU of the
+  summary alone and with the queries.
+* fig14 — sliding windows: W in {200K, 600K, 1M}*F and eps in {0.005, 0.01, 0.02}, 1M*F queries.
+* fig15 — CSU and CASU on a word stream (§5.7, Fig. 15; a synthetic Zipf stand-in for the paper's news
+  words), Fig. 12's query batches (:mod:`.quantiles_paper`; default F = 0.01).
+* eager — the §2.4 baseline (every query re-answered by first-hit at every element) beside SU, CSU and
+  CASU, 1K-100K queries, summary maintenance subtracted (:mod:`.quantiles_paper`; default F = 0.1).
+* spark — Spark SQL's percentile_approx (and Spark's KLL functions) on the same stream and phis as GK
+  and casu, answers at 20 checkpoints, time and rank error (:mod:`.quantiles_spark`; default F = 0.1).
 * peers  — the GK summary against DataSketches KLL and REQ and t-digest (fastdigest): observed rank
   error, space, elements/s; and the continuous-query peer: a KLL sketch whose sorted view is
   recomputed every 1,000 elements and every notify query re-answered from it.
@@ -283,18 +292,22 @@ def run_sliding(x: np.ndarray, window: int, eps: float, n_queries: int, batch: i
     phi, eq = query_set(n_queries, "uniform", (eps, 4 * eps), 5)
     res = []
     for label, nq in (("sliding_summary", 0), ("sliding_csu", n_queries)):
+        t0 = time.process_time()
         op = Sliding(eps, window)
         for q in range(nq):
             op.register(q, float(phi[q]), float(eq[q]), 0, notify=True)
-        t0 = time.perf_counter()
+        reg = time.process_time() - t0
+        t0 = time.process_time()
         messages = 0
         for p in range(0, len(x), batch):
             q, _, _ = op.push(x[p:p + batch], np.arange(p + 1, p + 1 + len(x[p:p + batch]), dtype=np.int64))
             messages += len(q)
-        res.append(Result(label, time.perf_counter() - t0, len(x),
+        res.append(Result(label, time.process_time() - t0, len(x),
                           extra={"window": window, "eps": eps, "queries": nq, "messages": messages,
-                                 "evaluations": op.evaluations, "buckets": len(op.btup),
-                                 "point": {"window": window, "eps": eps}}))
+                                 "evaluations": op.evaluations, "buckets": len(op.btup), "register_seconds": reg,
+                                 "clock": "process_time", "point": {"window": window, "eps": eps}}))
+    if res[0].seconds > 0:
+        res[1].extra["x_summary"] = res[1].seconds / res[0].seconds
     return res
 
 
@@ -426,8 +439,9 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
         params.update(elements=n_x)
     elif preset in ("fig13", "fig14"):
         n_x = int(2_000_000 * f)
-        nq = max(100, int(10_000 * f))
-        params.update(elements=n_x, queries=nq, note="sliding notify queries: 10,000*F (Python per-query loop)")
+        nq = max(100, int(1_000_000 * f))  # Table 1's N_q = 1M, scaled like the stream
+        params.update(elements=n_x, queries=nq, clock="process_time", note="notify queries 1M*F (Table 1)")
+        run_sliding(data_stream("uniform", 4000, seed), 1000, EPS, 50)  # untimed warm-up: the kernels compile
         if preset == "fig13":
             for kind in ("uniform", "normal", "semisort"):
                 for r in run_sliding(data_stream(kind, n_x, seed), int(500_000 * f), EPS, nq):
