@@ -18,7 +18,6 @@ from vigil.history import History
 from vigil.pipeline import sinks
 from vigil.pipeline.driver import RunConfig, run
 from vigil.pipeline.sharded import ShardedProcessor
-from vigil.state import unpack
 from vigil.workloads.trades import trade_queries, trades, write_files
 
 pytestmark = pytest.mark.slow
@@ -65,7 +64,7 @@ def check_equal(tmp, batches, shards, **kw) -> list[dict]:
 
 
 def _state(p: ShardedProcessor) -> list[dict]:
-    return [unpack(b) for b in p.load(p.store.latest())["blobs"]]
+    return p.shard_states(p.store.latest())
 
 
 def _stored(shard: dict, family: str) -> int:

@@ -25,8 +25,7 @@ def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict) -> 
     alive: dict[str, int] = {}
     tabs: list[pa.Table] = []
     summ: dict[tuple, tuple[float, list]] = {}
-    for shard, out_b, blob, al, _dt, sums in results:
-        st["blobs"][shard] = blob
+    for shard, out_b, _written, al, _dt, sums in results:
         for k, v in al.items():
             alive[k] = max(alive.get(k, 0), v) if k.startswith("shared:") else alive.get(k, 0) + v
         t = _unipc(out_b)

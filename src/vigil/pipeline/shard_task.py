@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vigil.state import bytes_table as _unipc
+from vigil.state import bytes_table as _unipc  # noqa: F401 - used by .sharded, .shard_merge
 from vigil.state import table_bytes as _ipc
 
 ALL = -1  # home of a query held by every shard
@@ -95,28 +95,41 @@ def _alive_split(eng) -> dict[str, int]:
 
 
 def shard_task(item: tuple) -> tuple:
-    """Runs on an executor: one shard's work for one batch (or its end of input)."""
-    from vigil.engine import Engine, Partial
+    """Runs on an executor: one shard's work for one batch (or its end of input), on the shard's
+    live engine (:mod:`.shard_store`). ``item`` = (shard, rows IPC, operations, base version,
+    settings, final, extra); ``extra`` carries ``root`` (the shards' directory), ``run`` (the
+    run's id), ``batch`` (this batch's id), ``keep_from`` and the routing inputs of
+    :func:`.shard_store.apply`. Returns (shard, outputs IPC, bytes written durably, alive per
+    family, seconds, quantile summaries)."""
+    from . import shard_store
 
-    shard, rows_b, ops, blob, settings, final, extra = item
-    eng = Engine.restore(blob) if blob else Engine(**settings)
+    shard, rows_b, ops, base, settings, final, extra = item
     t0 = time.perf_counter()
-    summaries: list = []
-    eng.partial = Partial(own=extra.get("own"), clock=extra.get("clock"), summaries=summaries)
-    if extra.get("hist"):
-        eng.add_history(_unipc(extra["hist"]))
-    if final:
-        out = eng.finish()
-    else:
-        if ops:
-            eng.add_operations(ops)
-        out = eng.process(_unipc(rows_b))
-        more = eng.advance(extra["position"])
-        if more.num_rows:
-            out = pa.concat_tables([out, more])
-    eng.partial = None
+    eng = shard_store.engine_at(extra["root"], extra["run"], shard, base, settings)
+    written = 0
+    if not final:  # the input is durable before the engine applies it (a retry rewrites the same)
+        written += shard_store.log_input(extra["root"], shard, extra["batch"], rows_b, ops, extra)
+    out = shard_store.apply(eng, rows_b, ops, extra, final)
+    alive = _alive_split(eng)
+    if not final:  # the end of input is never kept (as in driver mode): the engine is dropped
+        written += shard_store.commit(extra["root"], extra["run"], shard, extra["batch"], eng, extra["keep_from"])
     dt = time.perf_counter() - t0
-    return shard, _ipc(out), eng.snapshot(), _alive_split(eng), dt, summaries
+    return shard, _ipc(out), written, alive, dt, extra["summaries"]
+
+
+def history_task(item: tuple) -> tuple[int, bytes]:
+    """Runs on an executor: the join history rows (Arrow IPC) a shard's engine holds at version
+    ``base``, for a new join placement (:meth:`.sharded.ShardedProcessor.reshuffle`); the engine
+    stays live at that version."""
+    from vigil.history import History
+
+    from . import shard_store
+
+    shard, base, settings, root, run = item
+    eng = shard_store.engine_at(root, run, shard, base, settings)
+    rows = History.state_rows(eng.history.state())
+    shard_store.keep_live(run, shard, base, eng)
+    return shard, rows.tobytes()
 
 
 def _ev(event: str, ident: str | None, at: int | None, **kw) -> dict:
