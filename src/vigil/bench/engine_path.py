@@ -252,7 +252,6 @@ FIG11_ENGINE = {"W": (1_000, 100_000), "lookups": 100_000}
 
 def windows_column(preset: str, scale: float, seed: int, console=None) -> list:
     from ..workloads.windows import fig9_windows, lookup_qids, mixed_blocks, spread_windows, stream
-    from .windows import fig11_nmax
 
     out = []
     if preset == "fig9":
@@ -266,7 +265,7 @@ def windows_column(preset: str, scale: float, seed: int, console=None) -> list:
             out.append(result({"update_fraction": frac, "batch": blk}, s, n_events))
     elif preset == "fig11":
         for W in FIG11_ENGINE["W"]:
-            n_max = fig11_nmax(W)
+            n_max = max(100_000, 2 * int(W))  # windows.fig11_nmax
             n_look = FIG11_ENGINE["lookups"]
             vals, _, _ = stream(n_max + 10, seed)
             qids = lookup_qids(n_look, 1000, seed)
@@ -316,25 +315,15 @@ def substream_column(tr, console=None) -> list:
     return [r]
 
 
-def threshold_column(trace, batch: int, dim: int, point: dict, console=None):
-    """One threshold point's engine column: the trace through the engine beside the engine's
-    threshold implementation (``auto``) replaying the same trace (operator calls timed)."""
-    from .threshold import make_operator, run_on_trace, warm_up
-
-    impl = _default("threshold")
+def threshold_column(trace, batch: int, dim: int, point: dict, operator, console=None):
+    """One threshold point's engine column: the trace through the engine beside ``operator()`` ->
+    (CPU s, outputs verified): the engine's threshold implementation replaying the same trace."""
     rng = np.random.default_rng(0)  # engine warm-up (untimed): a small log through the same path
     cols = {f"x{k}": rng.integers(0, 100, 3000).astype(np.float64) for k in range(dim)}
     cols["w"] = np.ones(3000, np.int64)
     run(pa.table(cols), [{"op": "register", "at": 0, "query": {
         "type": "threshold", "id": f"w{i}", "where": {f"x{k}": [i, i + 30] for k in range(dim)},
         "weight": "w", "threshold": 20}} for i in range(50)], batch)
-
-    def operator() -> tuple[float, bool]:
-        warm_up(impl, dim)
-        gc.collect()
-        secs, _, extra = run_on_trace(make_operator(impl, dim), trace)
-        return secs, extra["verified"] is True
-
     s = threshold_compare(trace, batch, operator)
     r = result(point, s, trace.stats()["operations"])
     if console is not None:

@@ -177,6 +177,20 @@ def run_on_trace(op, trace: ThresholdTrace, *, budget: float | None = None, veri
     return summarize(trace, times, mismatches if verify else None)
 
 
+def _engine_operator(trace: ThresholdTrace, dim: int):
+    """The engine's threshold implementation replaying ``trace`` (operator calls timed): the
+    operator path beside the engine column. Returns a callable -> (CPU s, outputs verified)."""
+    from ..registry import DEFAULTS
+
+    def operator() -> tuple[float, bool]:
+        warm_up(DEFAULTS["threshold"], dim)
+        gc.collect()
+        secs, _, extra = run_on_trace(make_operator(DEFAULTS["threshold"], dim), trace)
+        return secs, extra["verified"] is True
+
+    return operator
+
+
 def summarize(trace: ThresholdTrace, times: Sequence[float], mismatches: int | None
               ) -> tuple[float, int, dict[str, Any]]:
     """Cost of a run whose step i took ``times[i]`` seconds (``len(times) < len(steps)``: a
@@ -362,7 +376,7 @@ def run_preset(preset: str, *, scale: float | None = None, algos: Sequence[str] 
             if engine and wp.batch >= 1000:
                 from .engine_path import threshold_column
 
-                results.append(threshold_column(trace, wp.batch, dim, point, console))
+                results.append(threshold_column(trace, wp.batch, dim, point, _engine_operator(trace, dim), console))
             del trace
     params = {
         "dim": dim, "scale": scale, "mode": pre.mode, "title": pre.title, "algos": algos, "budget_s": budget,
