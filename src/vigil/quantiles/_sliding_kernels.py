@@ -77,7 +77,13 @@ def _left(a, lo, hi, v):
 @numba.njit(**_NI)
 def _right(a, lo, hi, v):
     """First index of a[lo:hi] with a[i] > v."""
-    i = _left(a, lo, hi, v)
+    return _eq_end(a, _left(a, lo, hi, v), hi, v)
+
+
+@numba.njit(**_NI)
+def _eq_end(a, i, hi, v):
+    """First index of a[i:hi] with a[k] > v, given a[i:hi] >= v (i: the first index >= v): the
+    values equal to v are skipped, by bisection beyond the first few."""
     k = i
     while k < hi and a[k] == v:
         k += 1
@@ -284,10 +290,30 @@ def _counts(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, v, idx):
     for row in range(2):
         if open_in if row == 0 else front_in:
             hi = meta[M_OC] if row == 0 else meta[M_PC]
-            k = _left(ob[row], 0, hi, v)
+            k = _left_row(ob, row, hi, v)
             cl += k
-            ce += _right(ob[row], k, hi, v)
+            e = k
+            while e < hi and ob[row, e] == v:
+                e += 1
+            if e - k > 8:
+                e = _eq_end(ob[row], k, hi, v)
+            ce += e
     return cl, ce
+
+
+@numba.njit(**_NI)
+def _left_row(ob, row, hi, v):
+    """_left(ob[row], 0, hi, v) without a view of the row (no reference count operations on a
+    hot path)."""
+    n = hi
+    if n <= 0:
+        return 0
+    base = 0
+    while n > 1:
+        half = n >> 1
+        base = base + half if ob[row, base + half] < v else base
+        n -= half
+    return base + 1 if ob[row, base] < v else base
 
 
 @numba.njit(**_NI)
@@ -295,6 +321,8 @@ def window(meta, blk, lq):
     """(je, open_in, front_in, xmin, xmax, Nmin, unc) of the window [lq, n]."""
     mh, bt, bh = meta[M_MH], meta[M_BT], meta[M_BH]
     lo, hi = mh, bt
+    if lo < hi and blk[B_LO, lo] >= lq:  # every merged block inside (a query started before the window)
+        hi = lo
     while lo < hi:
         m = (lo + hi) >> 1
         if blk[B_LO, m] < lq:
@@ -338,13 +366,26 @@ def _dist(cl, ce, unc, xmax, tmin, tmax):
 
 
 @numba.njit(**_NJ)
-def _bisect(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xmax, tmin, tmax, arr, n, merged):
-    """First index of arr[:n] where the rising side of the distance reaches the falling side."""
-    lo, hi = 0, n
+def _bisect(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xmax, tmin, tmax, arr, lo, hi, merged):
+    """First index of arr[lo:hi] where the rising side of the distance reaches the falling side
+    (hi if none; the caller knows it is reached at hi)."""
     while lo < hi:
         m = (lo + hi) >> 1
         cl, ce = _counts(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, arr[m], m if merged else -1)
         if cl + unc + xmax + 1 - tmin >= tmax - ce:
+            hi = m
+        else:
+            lo = m + 1
+    return lo
+
+
+@numba.njit(**_NI)
+def _first_sum(mi, t, thr):
+    """First index i < t with LL[i] + EL[i] >= thr (t if none)."""
+    lo, hi = 0, t
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if mi[I_LL, m] + mi[I_EL, m] >= thr:
             hi = m
         else:
             lo = m + 1
@@ -358,7 +399,14 @@ def best(meta, ob, obs, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xma
     bv = np.nan
     bd = np.inf
     bl = 0
-    lo = _bisect(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xmax, tmin, tmax, mv, t, True)
+    lo, hi = 0, t
+    if je == meta[M_MH]:  # merged counts LL/EL, the open block and front add 0..2*o to cl + ce
+        o = (meta[M_OC] if open_in else 0) + (meta[M_PC] if front_in else 0)
+        k = tmin + tmax - unc - xmax - 1.0
+        lo = _first_sum(mi, t, k - 2.0 * o)
+        hi = _first_sum(mi, t, k)
+    lo = _bisect(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xmax, tmin, tmax, mv, lo, hi, True)
+    mlo = lo
     for direction in (-1, 1):
         i = lo - 1 if direction < 0 else lo
         while 0 <= i < t and mi[I_B, i] < je:
@@ -372,7 +420,11 @@ def best(meta, ob, obs, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xma
         cnt = meta[M_OC] if row == 0 else meta[M_PC]
         if cnt == 0 or not (open_in if row == 0 else front_in):
             continue
-        lo = _bisect(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xmax, tmin, tmax, ob[row], cnt,
+        # the distance is reached between the merged values mlo - 1 and mlo: only the values
+        # between them are probed
+        a = _right(ob[row], 0, cnt, mv[mlo - 1]) if mlo > 0 else 0
+        b = _left(ob[row], a, cnt, mv[mlo]) if mlo < t else cnt
+        lo = _bisect(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xmax, tmin, tmax, ob[row], a, b,
                      False)
         for i in (lo - 1, lo):
             if 0 <= i < cnt:
@@ -443,6 +495,11 @@ def _evaluate(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, s, n):
 
 @numba.njit(**_NJ)
 def heap_push(heap, qi, hs, s):
+    return _heap_push_i(heap, qi, hs, s)
+
+
+@numba.njit(**_NI)
+def _heap_push_i(heap, qi, hs, s):
     i = hs
     heap[i] = s
     while i > 0:
@@ -512,6 +569,6 @@ def push(x, seqs, p0, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi,
                 oslot[k], ooff[k], oval[k] = s, i, val
                 meta[M_NOUT] = k + 1
                 qf[F_LAST, s] = val
-            hs = heap_push(heap, qi, hs, s)
+            hs = _heap_push_i(heap, qi, hs, s)
         meta[M_HS] = hs
     return len(x)
