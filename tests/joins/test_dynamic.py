@@ -51,7 +51,7 @@ def test_mixed_routing_agrees_with_oracle(kind):
         params = {c: {k: float(rng.uniform(0, 2)) for k in p} for c, p in dynamic.load_params()[kind].items()}
 
         class Mixed(dynamic.Dynamic):
-            margin_abs = margin_rel = split_us = 0.0  # the paper's argmin: plans change within a batch
+            margin_abs = margin_rel = split_us = window_split_us = 0.0  # the paper's argmin: plans change within a batch
 
             def __init__(self, kind, output="pairs"):
                 super().__init__(kind, output)
@@ -134,7 +134,7 @@ def test_larger_stream_with_hotspot_moves(monkeypatch, kind):
         else:
             qs.append(select(f"q{i}", (c - rng.uniform(0, 8), c + rng.uniform(0, 8)),
                              (c - rng.uniform(0, 8), c + rng.uniform(0, 8)), 5.0 + i % 7 if kind == "window" else None))
-    zero = type("Zero", (dynamic.Dynamic,), {"margin_abs": 0.0, "margin_rel": 0.0, "split_us": 0.0})
+    zero = type("Zero", (dynamic.Dynamic,), {"margin_abs": 0.0, "margin_rel": 0.0, "split_us": 0.0, "window_split_us": 0.0})
     op, ora = zero(kind), JoinOracle(kind)
     for i, s in enumerate(qs[:100]):
         op.register(i, s)
@@ -186,7 +186,7 @@ def test_numba_select_route_equals_cost_models():
     rng = np.random.default_rng(3)
     from .test_oracle import select
 
-    op = type("Zero", (dynamic.Dynamic,), {"margin_abs": 0.0, "margin_rel": 0.0, "split_us": 0.0})("select", "count")
+    op = type("Zero", (dynamic.Dynamic,), {"margin_abs": 0.0, "margin_rel": 0.0, "split_us": 0.0, "window_split_us": 0.0})("select", "count")
     for i in range(300):
         a, c = rng.uniform(0, 100, 2)
         op.register(i, select(f"q{i}", (a, a + rng.uniform(0, 30)), (c, c + rng.uniform(0, 30))))

@@ -24,7 +24,7 @@ average per plan as its factor ``cal``; a plan not measured yet gets the lowest 
 A multiplicative factor cannot price a sub-batch's fixed cost (tuples estimated at ~0 us, e.g.
 no partner inside the window, stayed on WJ-SSI whatever its factor), hence the split rule of
 the select router: a plan other than the batch's incumbent keeps its tuples only if their summed
-calibrated saving exceeds ``split`` (Dynamic.split_us).
+calibrated saving exceeds ``split`` (Dynamic.window_split_us).
 
 Before this kernel the window router built these as numpy arrays and evaluated
 :func:`vigil.joins.costs.costs` (about ten temporaries per batch); the choice is the same
@@ -182,7 +182,7 @@ def _pass(op, side, o, key, x, t, out) -> int:
         cal = op._wcal[side] = np.ones(PLANS)
     return route(k, np.ascontiguousarray(x, np.float64), mb, mbs, mbh, kh.lo, 0.0 if kh.empty else kh.w, kh.counts,
                  nh.e0, nh.w, nh.h, nh.n_left, nh.n_right, sh.e0, sh.w, sh.h, sh.n_left, sh.n_right,
-                 sv, op._wparams, cal, op.split_us, op._est, out)
+                 sv, op._wparams, cal, op.window_split_us, op._est, out)
 
 
 def route_batch(op, side, o, key, x, t, out) -> int:

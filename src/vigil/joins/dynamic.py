@@ -86,6 +86,7 @@ class Dynamic(JoinBase):
     margin_abs: ClassVar[float] = 0.5
     margin_rel: ClassVar[float] = 0.0
     split_us: ClassVar[float] = 20.0
+    window_split_us: ClassVar[float] = 200.0  # the window router's split rule (_route_window), unchanged
     alpha: ClassVar[float] = 0.01
     # online calibration (batches of >= explore_min tuples): every explore_every-th such batch
     # another plan takes a quarter of the incumbent's tuples; factor = EMA (weight cal_weight) of
