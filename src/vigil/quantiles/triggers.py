@@ -3,13 +3,16 @@
 per-query updates.
 
 Epochs. A query counts only the elements after its registration (docs/contract.md), so queries
-registered at different stream positions have different windows; the operator keeps one GK
-summary per distinct registration position that still has queries (queries registered at the
-same position, or with no element in between, share it), and a base epoch (every element pushed
-to the operator) that a query with ``start`` before the first element joins: that is the paper's
-model, where a query issued later still asks about the whole stream. Per element the cost is
-O(#epochs) summary insertions; the engine creates the operator at its first registration, and the
-paper's workloads (predefined queries, or dynamic queries over the whole stream) use one epoch.
+registered at different stream positions have different windows. A query with ``start`` before
+the first element joins the base epoch (a GK summary of every element pushed to the operator):
+that is the paper's model, where a query issued later still asks about the whole stream, and the
+paper's workloads (predefined queries, or dynamic queries over the whole stream) use that one
+epoch. Queries registered after the first element share one suffix structure
+(:mod:`.suffix`: each element inserted once, a registration closes a segment, a query counts the
+segments after its start within eps of its own element count), so registration positions do not
+multiply the work per element. Notify "cluster" operators keep one GK epoch per distinct
+registration position instead (their clusters and triggers live on an epoch; per element
+O(#epochs) insertions there).
 
 Notify queries (``register(..., notify=True)``) are clustered (OQC, Algorithm 2, seeded with QC_A,
 Algorithm 1, when a batch of queries arrives before any cluster exists; SU: one cluster per
@@ -50,6 +53,7 @@ from . import QuantileOperator
 from . import _trigger_kernels as T
 from .clustering import query_interval
 from .epoch import _EMPTY, Epoch, Singletons
+from .suffix import Suffix
 
 __all__ = ["Epoch", "Singletons", "TriggerQuantiles"]
 
@@ -86,6 +90,7 @@ class TriggerQuantiles(QuantileOperator):
         self.stats = dict.fromkeys(_STATS, 0)
         self.stats.update(cluster_updates=0, memberships=0)
         self._cev = _EMPTY_CEV
+        self.sfx: Suffix | None = None  # queries registered after the first element (module doc)
 
     offline_algo: ClassVar[str] = "qc_a"  # offline clustering of a batch of registrations (qc_a | qc_b)
     # member deadlines (module doc): 0 members take their cluster's value, 1 they keep a value still
@@ -127,6 +132,10 @@ class TriggerQuantiles(QuantileOperator):
         key = self._key(int(start))
         if notify:
             self._notify_mode(notify)
+        if self._suffix(key, notify):
+            for q, f, e in zip(qids.tolist(), phi.tolist(), eps.tolist(), strict=True):
+                self.register(q, f, e, start, notify)
+            return
         ep = self.epochs.get(key)
         if ep is None:
             ep = self.epochs[key] = self._epoch()
@@ -138,6 +147,10 @@ class TriggerQuantiles(QuantileOperator):
         ep.nq += len(qids)
         for q, f, e, sl in zip(qids.tolist(), phi.tolist(), eps.tolist(), slots, strict=True):
             self.q[q] = (f, e, key, sl)
+
+    def _suffix(self, key: int, notify: bool | str) -> bool:
+        """Is a query registered at epoch key ``key`` served by the suffix structure (module doc)?"""
+        return key != 0 and notify != "cluster" and not self.cmode
 
     def _key(self, start: int) -> int:
         if self.npushed == 0 or start < self.first_seq:
@@ -161,6 +174,12 @@ class TriggerQuantiles(QuantileOperator):
             raise ValueError(f"start {start} falls inside the elements already pushed (no summary starts there)")
         if notify:
             self._notify_mode(notify)
+        if self._suffix(key, notify):
+            if self.sfx is None:
+                self.sfx = Suffix(self.eps)
+            self.sfx.register(qid, float(phi), max(float(eps), self.eps), bool(notify))
+            self.q[qid] = (float(phi), float(eps), -1, -1)
+            return
         ep = self.epochs.get(key)
         if ep is None:
             ep = self.epochs[key] = self._epoch()
@@ -174,6 +193,11 @@ class TriggerQuantiles(QuantileOperator):
     def terminate(self, qid: int) -> None:
         e = self.q.pop(int(qid), None)
         if e is None:
+            return
+        if e[2] < 0:
+            self.sfx.terminate(int(qid))
+            if not self.sfx.alive():
+                self.sfx = None
             return
         ep = self.epochs[e[2]]
         if e[3] >= 0:
@@ -207,6 +231,12 @@ class TriggerQuantiles(QuantileOperator):
                 parts.append(r)
             if ep.cmode and len(ep.moves[0]):
                 moves.append(ep.moves)
+        if self.sfx is not None:
+            ev0 = self.sfx.evaluations
+            r = self.sfx.push(x)
+            self.stats["evaluations"] += self.sfx.evaluations - ev0
+            if len(r[0]):
+                parts.append(r)
         if self.npushed == 0:
             self.first_seq = int(seqs[0])
         self.npushed += len(x)
@@ -260,10 +290,14 @@ class TriggerQuantiles(QuantileOperator):
     def lookup(self, qids: np.ndarray, n: int) -> np.ndarray:
         qids = np.asarray(qids, np.int64)
         out = np.full(len(qids), np.nan)
+        sfx = []
         for i, q in enumerate(qids.tolist()):
             if q not in self.q:
                 raise KeyError(f"qid {q} is not registered")
             phi, e, key, slot = self.q[q]
+            if key < 0:
+                sfx.append(i)
+                continue
             ep = self.epochs[key]
             if slot >= 0 and ep.cmode:
                 out[i] = ep.cluster_value(slot)
@@ -272,12 +306,16 @@ class TriggerQuantiles(QuantileOperator):
                 out[i] = ep.qlast[slot]
             else:
                 out[i] = ep.lookup(np.array([phi]), np.array([max(e, self.eps)]))[0]
+        if sfx:
+            out[sfx] = self.sfx.lookup(qids[sfx])
         return out
 
     def summary(self, qid: int, n: int) -> np.ndarray:
         """The query's epoch summary as weighted tuples: float64 (m, 3) rows (v, r-, r+)."""
         if int(qid) not in self.q:
             raise KeyError(f"qid {int(qid)} is not registered")
+        if self.q[int(qid)][2] < 0:
+            return self.sfx.summary(int(qid))
         v, lo, hi = self.epochs[self.q[int(qid)][2]].tuples()
         return np.column_stack([v, lo.astype(np.float64), hi.astype(np.float64)])
 
@@ -285,7 +323,7 @@ class TriggerQuantiles(QuantileOperator):
         return sum(len(ep.clus) for ep in self.epochs.values())
 
     def summary_size(self) -> int:
-        return sum(ep.m for ep in self.epochs.values())
+        return sum(ep.m for ep in self.epochs.values()) + (self.sfx.size() if self.sfx is not None else 0)
 
     def state(self) -> dict[str, Any]:
         qs = sorted(self.q)
@@ -295,6 +333,7 @@ class TriggerQuantiles(QuantileOperator):
             "qids": np.array(qs, np.int64), "phi": np.array([self.q[q][0] for q in qs]),
             "eps_q": np.array([self.q[q][1] for q in qs]), "key": np.array([self.q[q][2] for q in qs], np.int64),
             "slot": np.array([self.q[q][3] for q in qs], np.int64), "cmode": -1 if self.cmode is None else int(self.cmode),
+            "suffix": None if self.sfx is None else self.sfx.state(),
         }
 
     @classmethod
@@ -304,6 +343,8 @@ class TriggerQuantiles(QuantileOperator):
         cm = int(s.get("cmode", -1))
         op.cmode = None if cm < 0 else bool(cm)
         op.epochs = {int(k): Epoch.from_state(v) for k, v in s["epochs"].items()}
+        if s.get("suffix") is not None:
+            op.sfx = Suffix.from_state(s["suffix"])
         for q, phi, e, k, sl in zip(s["qids"].tolist(), s["phi"].tolist(), s["eps_q"].tolist(), s["key"].tolist(),
                                     s["slot"].tolist(), strict=True):
             op.q[q] = (phi, e, k, sl)
