@@ -6,14 +6,11 @@ value is also the trigger's *link* to its summary tuple: the search restarts at 
 with value >= cval, which is that tuple or, once it was merged away, the tuple it was merged into
 — the paper's "triggers hanging on t are moved to t'", at no cost when tuples merge) and deadline
 ``cdead``: the result stays valid while the stream has at most cdead elements (Theorem 4:
-cdead = N + floor(L) when chosen at size N). The trigger list is a bucket queue on the integer
-``ckey`` = cdead, or an earlier member deadline (below) (:mod:`._bucket_queue`; ``heap[:size]``
-lists the live clusters, unordered). The paper stores in each heap node the difference to its
-parent so that "reduce every trigger by 1" is one decrement of the root; storing the absolute
-deadline N + L instead makes a new element cost one comparison of N with the smallest key, and
-as keys are stream sizes, a fire re-files its cluster in O(1) (the heap it replaced took
-O(log K)). Ties are taken by cluster id where the order matters (the early re-evaluations at a
-merge boundary stop at the first cluster re-evaluated twice).
+cdead = N + floor(L) when chosen at size N). The trigger list is an indexed binary min-heap on
+``ckey`` = cdead, or an earlier member deadline (below) (``heap``, ``hpos``). The paper stores in each heap node the difference to its parent so that
+"reduce every trigger by 1" is one decrement of the root; storing the absolute deadline N + L
+instead makes a new element cost one comparison of N with the root, the same O(1), and a fire
+O(log K).
 
 :func:`process` inserts a batch in chunks cut at the next fire (root deadline + 1) and at the
 merge period, so every re-evaluation sees the summary exactly at the element that fired it (in
@@ -24,10 +21,10 @@ each merge-period boundary (n a multiple of the period: an absolute position, so
 is split into batches never changes any result or update) the triggers that would fire inside the
 coming period are re-evaluated early, which keeps chunks long:
 
-- mode 0 (CASU, Algorithm 4): take every fired trigger, re-evaluate only that cluster (search from
-  its link, :func:`._gk_kernels.best_tuple`), re-file it. O(1 + log m) per fire.
-- mode 1 (CSU/SU, Algorithm 3): the smallest key is the global trigger T_global = min over
-  clusters; when it fires every cluster is re-evaluated and re-filed. O(K (log m)) per fire. A cluster a
+- mode 0 (CASU, Algorithm 4): pop every fired trigger, re-evaluate only that cluster (search from
+  its link, :func:`._gk_kernels.best_tuple`), push it back. O(log K + log m) per fire.
+- mode 1 (CSU/SU, Algorithm 3): the root is the global trigger T_global = min over clusters; when
+  it fires every cluster is re-evaluated and the heap rebuilt. O(K (log m)) per fire. A cluster a
   registration created or changed (``cat`` = -1, set by the epoch) is re-evaluated alone (§3.5.1:
   "Algorithm 3 is invoked with only Q' as the input"), O(log m).
 - mode 2 (naive, §2.4): every element, every cluster, first-hit scan from the head. O(K m) per
@@ -47,7 +44,7 @@ cluster's value, in the kernel, with the summary exactly at that element) lets a
 value while Theorem 4 applied to the member's own (a, b) guarantees it (its deadline ``qdead``),
 and otherwise gives it the cluster's value (an update), or (``lazy`` = 2) its own best tuple
 (the largest L for its own interval) when that lasts at least as long as the cluster's value. Such members sit at the front of the
-member list (the rest hold the cluster's value, valid until the cluster's deadline), the queue
+member list (the rest hold the cluster's value, valid until the cluster's deadline), the heap
 key of a cluster is min(its own deadline, its kept members' deadlines) (``ckey``), and a walk for
 a member deadline visits only that front part. A member keeps a value only if it stays valid at
 least ``mkeep`` (1) times as long as the cluster's value, so kept values do not expire one by one.
@@ -68,7 +65,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._bucket_queue import bq_add, bq_min, bq_move, bq_remove
 from ._gk_kernels import (
     INF_DEADLINE,
     best_tuple,
@@ -84,10 +80,71 @@ from ._updates import lookup_many, order_updates
 # meta slots
 M_M, M_N, M_NEXT, M_PERIOD, M_HSIZE, M_NOUT, M_EVALS, M_FIRES, M_CHANGES, M_WALKS, M_CHUNKS = range(11)
 META_SIZE = 11
-# numba caches :func:`process` by this file's content only, with the queue's code compiled in: a
-# change of _bucket_queue.py must change this line too (tests/quantiles/test_bucket_queue.py)
-BUCKET_QUEUE_SHA = "a5e886d186847cb6"
 SMALL = 32  # chunks up to this size are insertion-sorted in a buffer
+
+
+@numba.njit(cache=True, nogil=True)
+def sift_up(heap, hpos, cdead, i):
+    c = heap[i]
+    while i > 0:
+        p = (i - 1) >> 1
+        if cdead[heap[p]] <= cdead[c]:
+            break
+        heap[i] = heap[p]
+        hpos[heap[i]] = i
+        i = p
+    heap[i] = c
+    hpos[c] = i
+
+
+@numba.njit(cache=True, nogil=True)
+def sift_down(heap, hpos, cdead, i, size):
+    c = heap[i]
+    while True:
+        lc = 2 * i + 1
+        if lc >= size:
+            break
+        r = lc + 1
+        s = lc
+        if r < size and cdead[heap[r]] < cdead[heap[lc]]:
+            s = r
+        if cdead[heap[s]] >= cdead[c]:
+            break
+        heap[i] = heap[s]
+        hpos[heap[i]] = i
+        i = s
+    heap[i] = c
+    hpos[c] = i
+
+
+@numba.njit(cache=True, nogil=True)
+def heap_push(heap, hpos, cdead, size, c):
+    heap[size] = c
+    hpos[c] = size
+    sift_up(heap, hpos, cdead, size)
+    return size + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def heap_remove(heap, hpos, cdead, size, c):
+    i = hpos[c]
+    hpos[c] = -1
+    size -= 1
+    if i == size:
+        return size
+    moved = heap[size]
+    heap[i] = moved
+    hpos[moved] = i
+    sift_up(heap, hpos, cdead, i)
+    sift_down(heap, hpos, cdead, hpos[moved], size)
+    return size
+
+
+@numba.njit(cache=True, nogil=True)
+def heap_update(heap, hpos, cdead, size, c):
+    i = hpos[c]
+    sift_up(heap, hpos, cdead, i)
+    sift_down(heap, hpos, cdead, hpos[c], size)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -288,7 +345,7 @@ def _fire(c, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, c
     """Process cluster c at size n: re-evaluate it when its own deadline is before ``horizon`` (n,
     or the next merge-period boundary when run early) or when ``forced`` (Algorithm 3's global
     trigger, the naive baseline); walk its members when its value changed or a member's deadline
-    is before ``horizon``; its queue key becomes min(own deadline, members' deadlines)."""
+    is before ``horizon``; its heap key becomes min(own deadline, members' deadlines)."""
     changed = False
     prev = cval[c]
     if forced or cdead[c] < horizon or cforce[c]:
@@ -396,15 +453,14 @@ def _any_expired(heap, cdead, cat, size, n):
 
 @numba.njit(cache=True, nogil=True)
 def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep, lazy, nlive, ca, cb, cval, cdead, cforce,
-            cat, ckey, sdead, heap, bq, bnx, bpv, bky, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, out_q, out_off,
-            out_val, out_prev, pre, pf, pt, cqk):
+            cat, ckey, sdead, heap, hpos, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, out_q, out_off, out_val,
+            out_prev, pre, pf, pt, cqk):
     """Insert ``xs`` (see module doc; a chunk that is one whole merge period is taken sorted from
     ``pre``, see :func:`._gk_kernels.period_chunk`; cluster mode tries :func:`_quick_lval` on a
     cluster when ``cqk`` says its last re-evaluation kept its value, as a fire that changed it
     usually is followed by another change). Returns (elements consumed, summary arrays swapped?).
     Stops early when the summary or the output arrays lack room (the caller grows them and calls
-    again with the rest). The trigger queue (``bq``, ``bnx``, ``bpv``, ``bky``) is keyed by ``ckey``
-    (a cluster's own deadline or its members')."""
+    again with the rest). The heap is keyed by ``ckey`` (a cluster's own deadline or its members')."""
     m = meta[M_M]
     n = meta[M_N]
     total = xs.shape[0]
@@ -423,10 +479,8 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
             break
         if mode == 2:
             c = 1
-        elif size > 0:
-            k0 = ckey[bq_min(bq, bnx, bpv, bky, n, False)]
-            if k0 < n + c:
-                c = max(k0 + 1 - n, 1)
+        elif size > 0 and ckey[heap[0]] < n + c:
+            c = max(ckey[heap[0]] + 1 - n, 1)
         n += c
         p += c
         boundary = False
@@ -444,7 +498,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
         if defer:  # CASU, cluster mode: the fired triggers at n, then (at a boundary) the early ones
             hz = n
             while True:
-                cl = bq_min(bq, bnx, bpv, bky, n, hz != n)
+                cl = heap[0]
                 if ckey[cl] >= hz:
                     if boundary and hz == n:
                         hz = meta[M_NEXT]
@@ -478,17 +532,15 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                         meta[M_NOUT] = k + 1
                 cat[cl] = n
                 ckey[cl] = min(cdead[cl], sdead[cl])
-                bq_move(bq, bnx, bpv, bky, cl, ckey[cl])
+                sift_down(heap, hpos, ckey, 0, size)
         elif mode == 0:
-            while True:
-                cl = bq_min(bq, bnx, bpv, bky, n, False)
-                if ckey[cl] >= n:
-                    break
+            while size > 0 and ckey[heap[0]] < n:
+                cl = heap[0]
                 _fire(cl, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
                       head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev,
                       meta, False, n)
-                bq_move(bq, bnx, bpv, bky, cl, ckey[cl])
-        elif ckey[bq_min(bq, bnx, bpv, bky, n, False)] < n or mode == 2:
+                sift_down(heap, hpos, ckey, 0, size)
+        elif ckey[heap[0]] < n or mode == 2:
             # Algorithm 3: when the global trigger (the smallest cluster deadline) fires, every
             # cluster is re-evaluated; a member deadline only walks its own cluster, and a cluster
             # a registration created or changed is re-evaluated alone (§3.5.1: "invoked with only Q'")
@@ -497,30 +549,30 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                 _fire(heap[t], v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey,
                       sdead, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val,
                       out_prev, meta, glob, n)
-            for t in range(size):
-                bq_move(bq, bnx, bpv, bky, heap[t], ckey[heap[t]])
+            for t in range(size // 2 - 1, -1, -1):
+                sift_down(heap, hpos, ckey, t, size)
         if boundary and mode != 2 and not defer:
             # at a merge-period boundary (an absolute stream position, so the batch split never
             # moves it), triggers that would fire inside the coming period are processed now, so
             # that the period's chunk is cut as rarely as possible
             nb = meta[M_NEXT]
-            while True:
-                cl = bq_min(bq, bnx, bpv, bky, n, True)
-                if ckey[cl] >= nb or cat[cl] == n:
+            while ckey[heap[0]] < nb:
+                cl = heap[0]
+                if cat[cl] == n:
                     break
                 glob = mode == 1 and cdead[cl] < nb and cat[cl] >= 0
                 _fire(cl, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce, cat, ckey, sdead,
                       head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q, out_off, out_val, out_prev,
                       meta, False, nb)
-                bq_move(bq, bnx, bpv, bky, cl, ckey[cl])
+                sift_down(heap, hpos, ckey, 0, size)
                 if glob:  # Algorithm 3: the global trigger re-evaluates every cluster
                     for t in range(size):
                         if cat[heap[t]] != n:
                             _fire(heap[t], v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, cdead, cforce,
                                   cat, ckey, sdead, head, tail, nxt, prv, slot_qid, qa, qb, qlast, qdead, off, out_q,
                                   out_off, out_val, out_prev, meta, True, n)
-                    for t in range(size):
-                        bq_move(bq, bnx, bpv, bky, heap[t], ckey[heap[t]])
+                    for t in range(size // 2 - 1, -1, -1):
+                        sift_down(heap, hpos, ckey, t, size)
     if p0 < p:
         m = _flush(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
     meta[M_M] = m
@@ -528,4 +580,4 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
     return p, swapped
 
 
-__all__ = ["INF_DEADLINE", "order_updates", "process", "bq_add", "bq_move", "bq_remove", "lookup_many"]
+__all__ = ["INF_DEADLINE", "order_updates", "process", "heap_push", "heap_remove", "heap_update", "lookup_many"]

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from . import _bucket_queue as B
 from . import _trigger_kernels as T
 from ._updates import take_moves
 from .clustering import qc_a, qc_b
@@ -82,7 +81,6 @@ _CL = {"ca": (np.float64, 0.0), "cb": (np.float64, 0.0), "cval": (np.float64, np
        "cdead": (np.int64, 0), "cforce": (np.bool_, False), "cat": (np.int64, -1), "hpos": (np.int64, -1), "heap": (np.int64, -1),
        "head": (np.int64, -1), "tail": (np.int64, -1), "ckey": (np.int64, 0), "sdead": (np.int64, int(T.INF_DEADLINE)),
        "cnum": (np.int64, -1), "cqk": (np.bool_, False)}
-_BQ = {"bnx": (np.int64, -1), "bpv": (np.int64, -1), "bky": (np.int64, -1)}  # trigger queue links (not snapshotted)
 _SL = {"slot_qid": (np.int64, -1), "nxt": (np.int64, -1), "prv": (np.int64, -1), "qlast": (np.float64, np.nan),
        "qa": (np.float64, 0.0), "qb": (np.float64, 1.0), "qdead": (np.int64, -1), "qclu": (np.int64, -1)}
 
@@ -112,9 +110,8 @@ class Epoch:
         self.lo, self.olo = np.empty(cap, np.int64), np.empty(cap, np.int64)
         self.hi, self.ohi = np.empty(cap, np.int64), np.empty(cap, np.int64)
         self.pin, self.opin = np.zeros(cap, np.int32), np.zeros(cap, np.int32)
-        for k, (dt, f) in (*_CL.items(), *_BQ.items()):
+        for k, (dt, f) in _CL.items():
             setattr(self, k, np.full(16, f, dt))
-        self.bq = B.new_bq(0)  # the trigger list (clusters by ckey, see _bucket_queue); heap[:HSIZE]: the live clusters
         for k, (dt, f) in _SL.items():
             setattr(self, k, np.full(16, f, dt))
         self.free: list[int] = []
@@ -166,7 +163,7 @@ class Epoch:
 
     def _cl_room(self, c: int) -> None:
         if c >= len(self.ca):
-            for k, (_, f) in (*_CL.items(), *_BQ.items()):
+            for k, (_, f) in _CL.items():
                 setattr(self, k, _grow(getattr(self, k), c + 1, f))
 
     def _new_cluster(self, c: int, num: int) -> None:
@@ -182,9 +179,7 @@ class Epoch:
         self.sdead[c] = T.INF_DEADLINE
         self.head[c] = self.tail[c] = -1
         h = int(self.meta[T.M_HSIZE])
-        self.heap[h], self.hpos[c] = c, h
-        self.meta[T.M_HSIZE] = h + 1
-        T.bq_add(self.bq, self.bnx, self.bpv, self.bky, c, self.ckey[c])
+        self.meta[T.M_HSIZE] = T.heap_push(self.heap, self.hpos, self.ckey, h, c)
 
     def _link(self, c: int, s: int) -> None:
         t = self.tail[c]
@@ -200,19 +195,15 @@ class Epoch:
         self.cforce[c] = True
         self.cdead[c] = self.ckey[c] = self.n
         self.cat[c] = -1
-        T.bq_move(self.bq, self.bnx, self.bpv, self.bky, c, self.ckey[c])
+        T.heap_update(self.heap, self.hpos, self.ckey, int(self.meta[T.M_HSIZE]), c)
 
     def _remove_cluster(self, c: int) -> None:
         if self.mode != 2:
             T.unpin(self.v, self.pin, self.m, self.cval[c])
         if not self.cmode:  # cluster mode: members see it until their move is reported (lookup)
             self.cval[c] = np.nan
-        h = int(self.meta[T.M_HSIZE]) - 1
-        i, last = self.hpos[c], self.heap[h]
-        self.heap[i], self.hpos[last] = last, i
-        self.heap[h], self.hpos[c] = -1, -1
-        self.meta[T.M_HSIZE] = h
-        T.bq_remove(self.bq, self.bnx, self.bpv, self.bky, c)
+        h = int(self.meta[T.M_HSIZE])
+        self.meta[T.M_HSIZE] = T.heap_remove(self.heap, self.hpos, self.ckey, h, c)
 
     def flush(self) -> None:
         """Cluster the pending registrations: QC_A when no cluster exists yet, else OQC."""
@@ -274,7 +265,7 @@ class Epoch:
             if kind == "merge":  # a narrower interval: re-evaluated at the next element, reported if it changes
                 self.cdead[c] = self.ckey[c] = self.n
                 self.cat[c] = -1
-                T.bq_move(self.bq, self.bnx, self.bpv, self.bky, c, self.ckey[c])
+                T.heap_update(self.heap, self.hpos, self.ckey, int(self.meta[T.M_HSIZE]), c)
 
     def _member_slots(self, c: int) -> np.ndarray:
         out = []
@@ -367,7 +358,7 @@ class Epoch:
             used, swapped = T.process(x[p:], self.v, self.lo, self.hi, self.pin, self.ov, self.olo, self.ohi,
                                       self.opin, self.meta, self.eps, self.mode, self.keep, self.mkeep, self.lazy, nlive,
                                       self.ca, self.cb, self.cval, self.cdead, self.cforce, self.cat, self.ckey,
-                                      self.sdead, self.heap, self.bq, self.bnx, self.bpv, self.bky, self.head, self.tail, self.nxt, self.prv,
+                                      self.sdead, self.heap, self.hpos, self.head, self.tail, self.nxt, self.prv,
                                       self.slot_qid, self.qa,
                                       self.qb, self.qlast, self.qdead, oq, oo, ov_, op_, pre[p:], pf - p, pt - p,
                                       self.cqk)
@@ -453,8 +444,6 @@ class Epoch:
                 while t >= 0:
                     e.qa[t], e.qb[t] = e.ca[c], e.cb[c]
                     t = int(e.nxt[t])
-        live = e.heap[: int(e.meta[T.M_HSIZE])]  # the live clusters (a binary heap in older snapshots)
-        e.bq, e.bnx, e.bpv, e.bky = B.bq_rebuild(live, e.ckey, e.n, len(e.ca))
         e.nslots = int(s["nslots"])
         e.free = [int(x) for x in s["free"]]
         e.nq = int(s["nq"])
