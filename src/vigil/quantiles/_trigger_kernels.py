@@ -366,7 +366,7 @@ def _fire(c, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, c
     ckey[c] = min(cdead[c], sdead[c])
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _reeval(v, lo, hi, pin, m, n, eps, keep, a, b, u, force):
     """CASU's re-evaluation in cluster mode (``lazy`` < 0), :func:`_evaluate` over scalars (the
     caller updates the cluster: measured, ~14 arrays passed per call cost more than the work):
@@ -394,7 +394,7 @@ def _reeval(v, lo, hi, pin, m, n, eps, keep, a, b, u, force):
     return u, deadline(L, n), False
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _quick_lval(v, lo, hi, m, n, eps, keep, a, b, u, xs, p0, p1):
     """The L of a cluster's value u at n when the re-evaluation (:func:`_reeval`) provably keeps
     it, else -1: the best tuple's L never exceeds L* = (w n + 1) / (1 - w), w = b - a + 2 eps (the
