@@ -149,3 +149,21 @@ def test_summary_of_a_suffix_query():
     assert s[-1, 2] == len(w)
     for v, lo, hi in s:
         assert lo <= np.searchsorted(w, v, "right") and np.searchsorted(w, v, "left") <= hi - 1
+
+
+def test_open_summary_grows_inside_a_push():
+    """The open summary's arrays grow between kernel calls of one push (no overflow)."""
+    from vigil.quantiles.suffix import BMAX, Suffix
+
+    s = Suffix(EPS)
+    s.oscap = 2 * (BMAX + 2) + 8
+    s.osv, s.osa, s.osb = np.empty(s.oscap), np.zeros(s.oscap, np.int64), np.zeros(s.oscap, np.int64)
+    tc = s.oscap + 2 * BMAX + 16
+    s.tv, s.ta, s.tb = np.empty(tc), np.zeros(tc, np.int64), np.zeros(tc, np.int64)
+    s.register(1, 0.3, EPS, True)
+    s.register(2, 0.7, EPS, False)
+    x = np.random.default_rng(5).random(50_000)
+    q, _, v = s.push(x)
+    assert s.oscap > 2 * (BMAX + 2) + 8
+    assert rank_error_ok(x, v[q == 1][-1], 0.3, EPS)
+    assert rank_error_ok(x, s.lookup(np.array([2]))[0], 0.7, EPS)

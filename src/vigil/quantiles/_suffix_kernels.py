@@ -570,12 +570,12 @@ def _heap_pop(heap, qi, hs):
 def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delta, qf, qi, qc, heap, nlive,
          oslot, ooff, oval):
     """Insert x[p0:] and run the due notify queries; stops early (returning the index reached)
-    when the output buffers could overflow."""
+    when the output buffers or the open summary could overflow."""
     bmax = len(ob)
     parts = np.empty(2 * MAXL + 2, np.int64)
     for i in range(p0, len(x)):
-        if meta[M_NOUT] + nlive + 1 > len(oslot):
-            return i
+        if meta[M_NOUT] + nlive + 1 > len(oslot) or 2 * (meta[M_OSN] + bmax + 2) > len(osv):
+            return i  # (the caller grows the output buffers or the open summary)
         if meta[M_OC] == bmax:
             flush_open(meta, ob, osv, osa, osb, tv, ta, tb, delta)
         oc = meta[M_OC]

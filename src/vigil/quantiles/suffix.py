@@ -141,16 +141,16 @@ class Suffix:
     def push(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Insert x (checked float64, no NaN); returns the notify updates (qids, offsets, values)
         in (offset, qid) order."""
-        if int(self.meta[K.M_OSN]) > self.oscap // 2:  # (the open summary stays near 1/delta values)
-            self._grow_open()
         self.meta[K.M_NOUT] = 0
         p = 0
         while p < len(x):
+            if 2 * (int(self.meta[K.M_OSN]) + BMAX + 2) > self.oscap:  # (it stays near 1/delta values)
+                self._grow_open()
             oslot, ooff, oval = self.out
             p = int(K.push(x, p, self.meta, self.pv, self.pa, self.pb, self.sm, self.nodes, self.osv, self.osa,
                            self.osb, self.ob, self.tv, self.ta, self.tb, self.delta, self.qf, self.qi, self.qc, self.heap,
                            self.nlive, oslot, ooff, oval))
-            if p < len(x):
+            if p < len(x) and int(self.meta[K.M_NOUT]) + self.nlive + 1 > len(oslot):
                 k = int(self.meta[K.M_NOUT])
                 cap = 2 * (len(oslot) + self.nlive + 1)
                 self.out = tuple(np.concatenate([a[:k], np.empty(cap - k, a.dtype)]) for a in self.out)
