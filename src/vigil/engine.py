@@ -97,6 +97,7 @@ class Engine:
         self._seg: Segment | None = None  # the segment being filled
         self._hist_later: list[tuple[np.ndarray, np.ndarray]] = []  # applied rows not yet in the history
         self.partial: Partial | None = None  # sharded-mode hook, see Partial
+        self._horizon: int | None = None  # while lookups inside a segment apply: feed rows up to it
 
     # ------------------------------------------------------------------ helpers
     def impl(self, family: str) -> type:
@@ -137,6 +138,10 @@ class Engine:
         if g is None:
             return None
         later = g.__dict__.pop("_later", None)
+        if later and self._horizon is not None:  # a lookup inside the segment: rows up to it only
+            later, rest = oprun.split_later(later, self._horizon)
+            if rest:
+                g._later = rest
         if changes:
             g.__dict__.pop("_chk", None)
             g.__dict__.pop("_chk_refs", None)
@@ -453,7 +458,7 @@ class Engine:
         p = 0
         while p < len(idx):
             self._apply_pending(int(vseq[p]) - 1)
-            k = self._deferrable(int(vseq[-1]))
+            k = oprun.deferrable(self, int(vseq[-1]))
             q = len(idx)
             if k < len(self.pending):
                 q = max(p + 1, int(np.searchsorted(vseq, self.pending[k][0], side="right")))
@@ -468,40 +473,6 @@ class Engine:
             self._ready(key)
         self._cols = None
         return self.take_outputs()
-
-    def _deferrable(self, upto: int) -> int:
-        """How many pending operations, from the first, may wait until the end of the coming
-        segment: terminations of known ids with ``at <= upto``, except one that would leave its
-        group without queries (which rows a group validates and sees depends on whether it has
-        queries). A termination takes effect after element ``at``; applying it at the end of
-        the segment instead only means dropping the query's outputs after ``at``, in groups whose
-        queries never affect one another's outputs (``Group.independent``). So a stream with
-        churn is cut into segments only at registrations, lookups and terminations in dependent
-        groups, not at every termination."""
-        left: dict[str, int] = {}
-        seen: set[int] = set()
-        by_id, where, groups = self.by_id, self.where, self.groups
-        for k, (at, _, op) in enumerate(self.pending):
-            if at > upto or op["op"] != "terminate":
-                return k
-            qid = by_id.get(op["id"])
-            if qid is None:  # an unknown id is rejected in its place
-                return k
-            key = where.get(qid)
-            if key is not None and groups[key].ends_inside_segment:  # its queries may have ended
-                key = self._where(qid, False)
-            if key is None or qid in seen:
-                continue
-            g = groups[key]
-            if not g.independent:
-                return k
-            n = left.get(key)
-            n = (len(g.qids) if n is None else n) - 1
-            if n < 1:
-                return k
-            left[key] = n
-            seen.add(qid)
-        return len(self.pending)
 
     def _terminate_all(self, todo: list[tuple[int, int, dict]]) -> None:
         """Apply terminations as ``_apply`` would, with one operator call per group."""
@@ -540,6 +511,10 @@ class Engine:
         starts a new run, judged after the threshold group is fed the rows before it
         (:func:`vigil.judge.judge`). Streams without such rows are judged in one run."""
         seg = self._seg = Segment()
+        looks = [t for t in terms if t[2]["op"] == "lookup"]  # answered after the runs (oprun.deferrable)
+        if looks:
+            terms = [t for t in terms if t[2]["op"] != "lookup"]
+            t_pre = {k: g.t_last for k, g in self.groups.items() if g.time_column()}
         ends: dict[int, int] = {}
         for at, _, op in reversed(terms):  # the first termination of a query wins
             ends[self.by_id[op["id"]]] = at
@@ -569,6 +544,8 @@ class Engine:
                     vis = self._owned(g, g._ok_rows(cols, sub), sub) & ok
                     g.__dict__.setdefault("_later", []).append((sub, sseq, ok, vis))
             s = c
+        if looks:
+            oprun.lookups_inside(self, looks, t_pre)
         self._terminate_all(terms[done:])
         if ends and seg.parts:
             seg.drop_after(ends)

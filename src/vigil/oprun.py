@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from . import jsonline, registry
 from .errors import HistoryRefused, Unsupported
 from .specs import fast_spec
@@ -217,3 +219,116 @@ def register_run(eng: Any, ops: list[dict], n: int) -> None:
         keys.append(key)
     flush()
 
+
+
+# ----------------------------------------------------------------------------- segments
+
+
+def deferrable(eng, upto: int) -> int:
+    """How many pending operations, from the first, may wait until the end of the coming segment
+    (:meth:`vigil.engine.Engine._segment`):
+
+    * terminations of known ids with ``at <= upto``, except one that would leave its group without
+      queries (which rows a group validates and sees depends on whether it has queries). A
+      termination takes effect after element ``at``; applying it at the end of the segment instead
+      only means dropping the query's outputs after ``at``, in groups whose queries never affect
+      one another's outputs (``Group.independent``);
+    * lookups of alive queries (not in sharded mode, not of a group whose queries end inside a
+      segment): a lookup changes nothing, so it is answered after the segment's rows are judged,
+      from its group fed the rows up to its position (:func:`lookups_inside`). A lookup and a
+      termination of the same query never wait together.
+
+    So a stream with churn and lookups is cut into segments only at registrations and at
+    terminations in dependent groups, not at every operation."""
+    left: dict[str, int] = {}
+    seen: set[int] = set()
+    looked: set[int] = set()
+    by_id, where, groups = eng.by_id, eng.where, eng.groups
+    for k, (at, _, op) in enumerate(eng.pending):
+        kind = op["op"]
+        if at > upto or kind not in ("terminate", "lookup"):
+            return k
+        qid = by_id.get(op["id"])
+        if qid is None:  # an unknown id is rejected in its place
+            return k
+        key = where.get(qid)
+        if kind == "lookup":
+            g = None if key is None else groups[key]
+            if (g is None or eng.partial is not None or g.ends_inside_segment or qid in seen
+                    or not hasattr(g, "lookup_many")):
+                return k
+            looked.add(qid)
+            continue
+        if qid in looked:
+            return k
+        if key is not None and groups[key].ends_inside_segment:  # its queries may have ended
+            key = eng._where(qid, False)
+        if key is None or qid in seen:
+            continue
+        g = groups[key]
+        if not g.independent:
+            return k
+        n = left.get(key)
+        n = (len(g.qids) if n is None else n) - 1
+        if n < 1:
+            return k
+        left[key] = n
+        seen.add(qid)
+    return len(eng.pending)
+
+
+def split_later(later: list[tuple], upto: int) -> tuple[list[tuple], list[tuple]]:
+    """A group's deferred entries (rows, seqs, ok, pre-visibility) cut at position ``upto``: the
+    entries up to it and those after (one entry split in two)."""
+    fed: list[tuple] = []
+    for i, e in enumerate(later):
+        seqs = e[1]
+        if not len(seqs) or seqs[-1] <= upto:
+            fed.append(e)
+            continue
+        c = int(np.searchsorted(seqs, upto, side="right"))
+        if c:
+            fed.append(tuple(None if x is None else x[:c] for x in e))
+            rest = [tuple(None if x is None else x[c:] for x in e)]
+        else:
+            rest = [e]
+        return fed, rest + later[i + 1:]
+    return fed, []
+
+
+def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, float]) -> None:
+    """Answer lookups that waited until the end of a segment (:func:`deferrable`), in order, each
+    at its position: the engine's position is set to it while it applies (the outbox orders its
+    answer after the elements up to it), and its group is fed only the rows up to it (the rest
+    stays deferred). A group with a time column answers with the time of its last row up to the
+    lookup (``t_pre``: its time before the segment's rows, for a lookup that feeds it none), and
+    gets back the time of the segment's last row for judging the rows after the segment."""
+    pos0 = eng.position
+    t_end: dict[str, float] = {}  # group -> its time at the end of the segment (judging)
+    t_now = dict(t_pre)  # group -> its time at the rows fed so far
+    try:
+        i = 0
+        while i < len(looks):
+            at = looks[i][0]
+            j = i + 1
+            while j < len(looks) and looks[j][0] == at:
+                j += 1
+            keys = [k for k in (eng.where.get(eng.by_id[t[2]["id"]]) for t in looks[i:j]) if k in t_now]
+            eng._horizon = eng.position = at
+            for key in keys:  # fed up to ``at`` here, so that its time is the one of its rows up to at
+                g = eng.groups[key]
+                t_end.setdefault(key, g.t_last)
+                g.t_last = t_now[key]
+                eng._ready(key, False)
+                t_now[key] = g.t_last
+            if j - i > 1:
+                eng._lookup_run([t[2] for t in looks[i:j]], at)
+            else:
+                eng._apply(looks[i][2], at)
+            i = j
+    finally:
+        eng._horizon, eng.position = None, pos0
+        for key, t in t_end.items():
+            g = eng.groups.get(key)
+            if g is not None:
+                g.t_last = max(g.t_last, t)
