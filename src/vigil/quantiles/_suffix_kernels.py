@@ -329,8 +329,9 @@ def _arr(meta, pv, sm, parts, np_, osv, ob, which):
 
 
 @numba.njit(**_NJ)
-def best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t):
-    """(value, worst distance) of the best candidate for target t; NaN if no element."""
+def best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand):
+    """(value, worst distance) of the best candidate for target t; NaN if no element (L, R,
+    RI: scratch of 2 * MAXL + 2 entries, cand: of 64)."""
     big = -1
     bl = 0
     for w in range(np_ + 2):
@@ -343,9 +344,6 @@ def best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t):
     l0, h0 = lo, hi
     # every part's search range [L, R) narrows with the bracket: a probe y bounds the indices of
     # the later probes (all above or all below y) in every part
-    L = np.empty(np_ + 2, np.int64)
-    R = np.empty(np_ + 2, np.int64)
-    RI = np.empty(np_ + 2, np.int64)
     for w in range(np_ + 2):
         _, L[w], R[w] = _arr(meta, pv, sm, parts, np_, osv, ob, w)
     while lo < hi:  # first index where the rising side reaches the falling one
@@ -361,7 +359,6 @@ def best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t):
     yhi = a[lo] if lo < h0 else np.inf
     # the union's values in [ylo, yhi] (the best candidate of the union is next to the crossing):
     # ylo, then every part's values in (ylo, yhi], i.e. [L, R)
-    cand = np.empty(64)
     nc = 0
     if lo > l0:
         cand[0] = ylo
@@ -436,6 +433,7 @@ def _target(phi, n):
 @numba.njit(**_NJ)
 def lookup(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, phi, k, s0, out):
     parts = np.empty(2 * MAXL + 2, np.int64)
+    L, R, RI, cand = np.empty(2 * MAXL + 2, np.int64), np.empty(2 * MAXL + 2, np.int64), np.empty(2 * MAXL + 2, np.int64), np.empty(64)
     sort_open(meta, ob)
     for q in range(len(phi)):
         n = meta[M_NE] - s0[q]
@@ -443,7 +441,7 @@ def lookup(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, phi, k, s0, out):
             out[q] = np.nan
             continue
         np_ = _parts(meta, nodes, k[q], parts)
-        out[q] = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, _target(phi[q], n))[0]
+        out[q] = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, _target(phi[q], n), L, R, RI, cand)[0]
 
 
 @numba.njit(**_NI)
@@ -493,7 +491,7 @@ def _life(ub, lb, t, top, phi, e):
 
 
 @numba.njit(**_NJ)
-def _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts):
+def _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R, RI, cand):
     """Re-evaluate notify slot s: sets its deadline; returns (changed, value)."""
     meta[M_EVALS] += 1
     ne = meta[M_NE]
@@ -516,14 +514,14 @@ def _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, par
     np_ = _parts(meta, nodes, qi[Q_K, s], parts)
     # a new value: aim where both sides last equally long (the rank side that the elements can
     # push faster gets the larger slack), halfway, to leave room for the summaries' uncertainty
-    shift = 0.5 * top * (2.0 * phi - 1.0) / (1.0 - 2.0 * e) if e < 0.5 else 0.0
-    bv, bd = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t + math.floor(shift))
+    shift = float(int(0.5 * top * (2.0 * phi - 1.0) / (1.0 - 2.0 * e))) if e < 0.5 else 0.0
+    bv, bd = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t + shift, L, R, RI, cand)
     db = np.int64(-1)
     if bv == bv:
         ub, lb = _counts(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, bv)
         db = _life(ub, lb, t, top, phi, e)
     if db < 0 and shift != 0.0:
-        bv, bd = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t)
+        bv, bd = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand)
         if bv == bv:
             ub, lb = _counts(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, bv)
             db = _life(ub, lb, t, top, phi, e)
@@ -573,6 +571,7 @@ def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delt
     when the output buffers or the open summary could overflow."""
     bmax = len(ob)
     parts = np.empty(2 * MAXL + 2, np.int64)
+    L, R, RI, cand = np.empty(2 * MAXL + 2, np.int64), np.empty(2 * MAXL + 2, np.int64), np.empty(2 * MAXL + 2, np.int64), np.empty(64)
     for i in range(p0, len(x)):
         if meta[M_NOUT] + nlive + 1 > len(oslot) or 2 * (meta[M_OSN] + bmax + 2) > len(osv):
             return i  # (the caller grows the output buffers or the open summary)
@@ -590,7 +589,7 @@ def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delt
             s, hs = _heap_pop(heap, qi, hs)
             if qi[Q_ON, s] == 0:
                 continue
-            changed, val = _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts)
+            changed, val = _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R, RI, cand)
             if changed:
                 w = meta[M_NOUT]
                 oslot[w], ooff[w], oval[w] = s, i, val
