@@ -24,7 +24,20 @@ def test_configure_prefers_vigil_numba_cache(monkeypatch):
     monkeypatch.setattr(config, "CACHE_DIR", config.CACHE_DIR)
     monkeypatch.setenv("VIGIL_NUMBA_CACHE", "/tmp/somewhere")
     jit.configure()
-    assert os.environ["NUMBA_CACHE_DIR"] == "/tmp/somewhere" == config.CACHE_DIR
+    assert os.environ["NUMBA_CACHE_DIR"] == f"/tmp/somewhere/{jit.source_key()}" == config.CACHE_DIR
+
+
+def test_the_cache_folder_is_per_kernel_source_version():
+    """numba keys a cached kernel by its own file, not by the files of the kernels it calls: a
+    changed callee must not run under a caller's stale machine code, so the folder changes with
+    the source of any numba module (and only with those)."""
+    key = jit.source_key()
+    assert key.startswith("src-") and jit.default_cache_dir().name == key
+    jit._KEY.clear()
+    try:
+        assert jit.source_key() == key  # deterministic
+    finally:
+        jit._KEY[:] = [key]
 
 
 def test_compile_watch_reports_each_kernel_and_status_prints_per_group():
