@@ -43,6 +43,7 @@ def test_fig15_preset(tmp_path):
     assert doc["params"]["distinct_values"] < doc["params"]["elements"]
 
 
+@pytest.mark.slow  # 14 s: make test-all
 @pytest.mark.timeout(300)
 def test_eager_preset(tmp_path):
     out = tmp_path / "eager.json"
