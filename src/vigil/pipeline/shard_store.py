@@ -157,12 +157,16 @@ def commit(root: str, run: str, shard: int, k: int, eng, keep_from: int) -> int:
     for j in logs:
         if j <= base:
             (d / f"in-{j:012d}.bin").unlink(missing_ok=True)
-    _LIVE[(run, shard)] = (k, eng)
+    keep_live(run, shard, k, eng)
     return written
 
 
 def keep_live(run: str, shard: int, version: int, eng) -> None:
-    """Put an engine that absorbed nothing new back in the cache at its version."""
+    """Cache a shard's engine at its version. A worker keeps the engines of one run: those of any
+    other run are dropped (a finished or restarted run's engines would otherwise stay in memory;
+    two runs sharing workers stay correct, they only restore more often)."""
+    for key in [key for key in _LIVE if key[0] != run]:
+        del _LIVE[key]
     _LIVE[(run, shard)] = (version, eng)
 
 
