@@ -6,6 +6,9 @@ the group's last row up to the lookup, not the segment's)."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vigil.checks import Log, run_log
 
@@ -47,3 +50,63 @@ def test_many_lookups_between_rows_equal_one_at_a_time():
         assert run_log(Log(t, ops), batch=b) == ref
     assert sum(e["event"] == "answer" for e in ref) > 200
     assert any(e["event"] == "rejected" and e["id"] == "r5" for e in ref)  # looked up after its end
+
+
+@st.composite
+def _churn_with_lookups(draw):
+    """Threshold queries (whose maturities split a segment into runs: a row bad for a threshold
+    group is judged after the group is fed) beside window queries that are looked up and
+    terminated between any two elements."""
+    n = draw(st.integers(1, 50))
+    t = pa.table({"x": draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)),
+                  "w": draw(st.lists(st.sampled_from([1, 2, 5, 0]), min_size=n, max_size=n)),
+                  "v": draw(st.lists(st.sampled_from([1.0, 2.5, None]), min_size=n, max_size=n))})
+    ops = []
+    for i in range(draw(st.integers(1, 10))):
+        at = draw(st.integers(0, n))
+        if draw(st.booleans()):
+            lo = draw(st.integers(0, 6))
+            q = {"id": f"q{i}", "type": "threshold", "where": {"x": [lo, lo + 3]}, "threshold": draw(st.integers(1, 9)),
+                 "weight": "w"}
+        else:
+            q = {"id": f"q{i}", "type": "window_aggregate", "agg": "sum", "column": "v",
+                 "rows": [draw(st.integers(1, 6)), 0]}
+            for _ in range(draw(st.integers(0, 4))):
+                ops.append({"op": "lookup", "at": draw(st.integers(at, n)), "id": f"q{i}"})
+        ops.append({"op": "register", "at": at, "query": q})
+        if draw(st.booleans()):
+            ops.append({"op": "terminate", "at": draw(st.integers(at, n)), "id": f"q{i}"})
+    ops.sort(key=lambda o: (o["at"], o["op"] != "register"))
+    return Log(t, ops)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_churn_with_lookups())
+def test_lookups_terminations_and_maturities_inside_a_batch(log):
+    assert run_log(log, batch=10**6) == run_log(log, batch=1)
+
+
+@pytest.mark.parametrize("kind", ["rows", "time", "substream"])
+def test_a_lookup_before_a_termination_across_a_run_split(kind):
+    """A weight-0 row splits the segment into runs (judged after the threshold group is fed); the
+    termination of qb applied where the runs meet fed the shared group past qa's waiting lookup:
+    a time window answered at the wrong time, a substream filter refused the lookup. Lookups and
+    terminations no longer wait in one segment."""
+    n = 20
+    t = pa.table({"x": [1] * n, "w": [1] * 11 + [0] + [1] * 8, "v": [float(i) for i in range(n)],
+                  "ts": [float(i) for i in range(n)], "k": ["a", "b"] * 10})
+    if kind == "substream":
+        def q(i):
+            return {"type": "substream_filter", "agg": "sum", "column": "v", "key": "k", "time": 2.0,
+                    "time_column": "ts", "range": [1.0, None], "id": i}
+    else:
+        def q(i):
+            return {"type": "window_aggregate", "agg": "sum", "column": "v", kind: [2, 0], "id": i,
+                    **({"time_column": "ts"} if kind == "time" else {})}
+    ops = [{"op": "register", "at": 0, "query": q("qa")}, {"op": "register", "at": 0, "query": q("qb")},
+           {"op": "register", "at": 0, "query": {"id": "th", "type": "threshold", "where": {"x": [0, 5]},
+                                                 "threshold": 10**6, "weight": "w"}},
+           {"op": "lookup", "at": 5, "id": "qa"}, {"op": "terminate", "at": 10, "id": "qb"}]
+    one = run_log(Log(t, ops), batch=1)
+    assert run_log(Log(t, ops), batch=10**6) == one
+    assert [e["value"] for e in one if e["event"] == "answer"] != [None]

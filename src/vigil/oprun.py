@@ -235,8 +235,10 @@ def deferrable(eng, upto: int) -> int:
       one another's outputs (``Group.independent``);
     * lookups of alive queries (not in sharded mode, not of a group whose queries end inside a
       segment): a lookup changes nothing, so it is answered after the segment's rows are judged,
-      from its group fed the rows up to its position (:func:`lookups_inside`). A lookup and a
-      termination of the same query never wait together.
+      from its group fed the rows up to its position (:func:`lookups_inside`). Lookups and
+      terminations never wait together: a termination applied where the segment's runs meet (a
+      row judged after a threshold group is fed) feeds its group every row before it, past a
+      lookup still waiting in that group.
 
     So a stream with churn and lookups is cut into segments only at registrations and at
     terminations in dependent groups, not at every operation."""
@@ -254,12 +256,12 @@ def deferrable(eng, upto: int) -> int:
         key = where.get(qid)
         if kind == "lookup":
             g = None if key is None else groups[key]
-            if (g is None or eng.partial is not None or g.ends_inside_segment or qid in seen
+            if (g is None or eng.partial is not None or g.ends_inside_segment or left
                     or not hasattr(g, "lookup_many")):
                 return k
             looked.add(qid)
             continue
-        if qid in looked:
+        if looked:
             return k
         if key is not None and groups[key].ends_inside_segment:  # its queries may have ended
             key = eng._where(qid, False)
