@@ -104,6 +104,7 @@ def test_undefined_types_and_columns_are_rejected():
         registry.resolve("joins", "ssi")("select").register(1, two)
 
 
+@pytest.mark.slow  # 57-82 s on a fresh clone: make test-all
 @pytest.mark.parametrize("alpha", [0.001, 0.05])
 def test_many_queries_larger_stream_vs_oracle(monkeypatch, alpha):
     """150 clustered queries (hot and scattered groups: alpha 0.05), a few hundred tuples per
