@@ -38,6 +38,9 @@ import math
 import numba
 import numpy as np
 
+from ._sliding_kernels import Q_DEAD as _SLIDING_Q_DEAD
+from ._sliding_kernels import _heap_pop, heap_push  # the notify deadline heap: a min-heap on qi[Q_DEAD]
+
 _NJ = {"cache": True, "nogil": True}
 _NI = {"cache": True, "nogil": True, "inline": "always"}
 
@@ -48,6 +51,7 @@ META_SIZE = 12
 S_OFF, S_LEN, S_CNT = range(3)
 # per-slot integer rows (qi): segment index at registration, element count at registration, deadline, on
 Q_K, Q_S0, Q_DEAD, Q_ON = range(4)
+assert Q_DEAD == _SLIDING_Q_DEAD  # the shared heap orders slots by this row of qi
 F_PHI, F_E, F_LAST, F_CV = range(4)  # F_CV: the value whose closed-segment counts qc caches
 C_K, C_LB, C_UB = range(3)  # qc rows: K at the cache, lower bound of #<=v, upper bound of #<v over [Q_K, C_K)
 MAXL = 48
@@ -530,38 +534,6 @@ def _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, par
         return False, last
     qi[Q_DEAD, s] = ne + max(db, np.int64(0))
     return bv != last, bv
-
-
-@numba.njit(**_NJ)
-def heap_push(heap, qi, hs, s):
-    i = hs
-    heap[i] = s
-    while i > 0:
-        p = (i - 1) >> 1
-        if qi[Q_DEAD, heap[p]] <= qi[Q_DEAD, heap[i]]:
-            break
-        heap[p], heap[i] = heap[i], heap[p]
-        i = p
-    return hs + 1
-
-
-@numba.njit(**_NI)
-def _heap_pop(heap, qi, hs):
-    top = heap[0]
-    hs -= 1
-    heap[0] = heap[hs]
-    i = 0
-    while True:
-        a = 2 * i + 1
-        if a >= hs:
-            break
-        b = a + 1
-        c = b if b < hs and qi[Q_DEAD, heap[b]] < qi[Q_DEAD, heap[a]] else a
-        if qi[Q_DEAD, heap[i]] <= qi[Q_DEAD, heap[c]]:
-            break
-        heap[c], heap[i] = heap[i], heap[c]
-        i = c
-    return top, hs
 
 
 @numba.njit(**_NJ)
