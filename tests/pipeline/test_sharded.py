@@ -353,7 +353,7 @@ def test_every_family_with_restart_and_failed_attempt(tmp_path, monkeypatch):
     p = ShardedProcessor(cfg, cols, None)
     p.run_batch(0, *batches[0])
     real = p._run_shards
-    monkeypatch.setattr(p, "_run_shards", lambda items: (_ for _ in ()).throw(RuntimeError("executor lost")))
+    monkeypatch.setattr(p, "_run_shards", lambda items, *a: (_ for _ in ()).throw(RuntimeError("executor lost")))
     with pytest.raises(RuntimeError):
         p.run_batch(1, *batches[1])
     monkeypatch.setattr(p, "_run_shards", real)

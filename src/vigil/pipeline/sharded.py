@@ -75,10 +75,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vigil.events import ERROR_COLUMN, numeric_column
 from vigil.state import pack, unpack
 
-from . import shard_store, sinks
+from . import shard_route, shard_store, sinks
 from .config import CheckpointError, RunConfig
 from .processor import BaseProcessor
 from .reorder import ReorderBuffer
@@ -90,8 +89,6 @@ from .shard_task import (
     _ipc,
     _is,
     _key_text,
-    _shard_of,
-    _text,
     _unipc,
     history_task,
     join_destinations,
@@ -117,6 +114,47 @@ def _nbytes(x) -> int:
     if hasattr(x, "nbytes"):
         return int(x.nbytes)
     return 8
+
+
+def _run_routed(item: tuple) -> tuple:
+    return shard_route.shard_run(*item)
+
+
+def _time_columns(ops: list[str], columns: set[str] | None) -> set[str]:
+    """Time columns of the substream filters registered by ``ops``."""
+    from vigil.engine import Engine
+    from vigil.specs import SpecError, SubstreamFilterSpec, parse_query
+
+    out = set()
+    for raw in ops:
+        op, err = Engine._parse_op(raw)
+        if err or op.get("op") != "register":
+            continue
+        try:
+            spec = parse_query(op["query"], columns)
+        except SpecError:
+            continue
+        if isinstance(spec, SubstreamFilterSpec):
+            out.add(spec.time_column)
+    return out
+
+
+def _file_table(meta: pa.Table, tcols: list[str], order: list[str] | None) -> list[tuple[str, int, int, dict]]:
+    """The count job's records -> per stream file in applied order: (path, first _row, rows,
+    largest time per column)."""
+    from .sources import FileOrder
+
+    per: dict[str, list] = {}
+    for f, mt, lo, n, tm in zip(*(meta.column(c).to_pylist() for c in ("file", "mtime", "lo", "n", "tmax")),
+                                strict=True):
+        cur = per.setdefault(f, [mt, lo, 0, [-math.inf] * len(tcols)])
+        cur[1], cur[2] = min(cur[1], lo), cur[2] + n
+        cur[3] = [max(a, b) for a, b in zip(cur[3], tm or [], strict=False)] if tm else cur[3]
+    fo = FileOrder(pa.table({"_file": pa.array(list(per), pa.string()),
+                             "_mtime": pa.array([v[0] for v in per.values()], pa.int64())}), order)
+    names = list(per)
+    return [(names[i], per[names[i]][1], per[names[i]][2], dict(zip(tcols, per[names[i]][3], strict=True)))
+            for i in fo.sort(names)]
 
 
 class ShardedProcessor(BaseProcessor):
@@ -301,85 +339,6 @@ class ShardedProcessor(BaseProcessor):
         """Queries that may see an element after position ``before``."""
         return [i for i, end in st["alive"].items() if end == -1 or end > before]
 
-    def route_rows(self, st: dict, rows: pa.Table, ids: list[str]) -> tuple[list[np.ndarray], list[dict]]:
-        """Per shard: which rows it receives, and the ownership masks (over those rows)."""
-        n = rows.num_rows
-        S = self.S
-        masks = [np.zeros(n, bool) for _ in range(S)]
-        seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
-        own: list[dict[str, np.ndarray]] = [{} for _ in range(S)]
-        memo: dict[str, np.ndarray] = {}
-
-        def dest_of(col: str) -> np.ndarray:  # shard of hash(text of column) per row, once per column
-            if col not in memo:
-                memo[col] = _shard_of(_text(rows, col), S)
-            return memo[col]
-
-        for i in ids:
-            if st["kind"].get(i) == SPREAD:
-                masks[st["home"][i]][:] = True
-        if ERROR_COLUMN in rows.column_names:  # malformed rows: rejected once, by shard 0
-            masks[0] |= np.asarray(rows.column(ERROR_COLUMN).is_valid().to_numpy(zero_copy_only=False), bool)
-        # keyed threshold: by the key values, per key-column set in use
-        sigs = {tuple(c for c, _ in st["keysig"][i]) for i in ids if st["kind"].get(i) == KEYED}
-        for sig in sigs:
-            if any(c not in rows.column_names for c in sig):
-                continue
-            parts = [_text(rows, c, f"{c}=") for c in sig]
-            joined = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "\x1f")
-            dest = _shard_of(joined, S)
-            for k in range(S):
-                masks[k] |= dest == k
-        # joins: placements; relation rows no placement covers go to seq mod S (history, once)
-        if "rel" in rows.column_names:
-            jm, covered = join_destinations(rows, st["place"], S, dest_of)
-            rest = np.asarray(rows.column("rel").is_valid().to_numpy(zero_copy_only=False), bool) & ~covered
-            for k in range(S):
-                jm[k] |= rest & (seqs % S == k)
-                masks[k] |= jm[k]
-                own[k]["rel"] = jm[k]
-            for sig in st["jsigs"]:  # an equality join group owns its key partition, nothing more
-                left, lcol, right, rcol = sig
-                is_l, is_r = _is(rows, "rel", left), _is(rows, "rel", right)
-                dl = dest_of(lcol) if is_l.any() else None
-                dr = dest_of(rcol) if is_r.any() else None
-                tag = "join:" + "\x1f".join(sig)
-                for k in range(S):
-                    m = np.zeros(n, bool)
-                    if dl is not None:
-                        m |= is_l & (dl == k)
-                    if dr is not None:
-                        m |= is_r & (dr == k)
-                    own[k][tag] = m
-        # substream filters: by key, per key column in use
-        for col in sorted({st["sub"][i][0] for i in ids if i in st["sub"]}):
-            dest = dest_of(col)
-            for k in range(S):
-                own[k]["key:" + col] = dest == k
-                masks[k] |= dest == k
-        # quantiles: by seq
-        part = seqs % S
-        for k in range(S):
-            own[k]["seq"] = part == k
-        if any(st["fam"].get(i) == "quantiles" for i in ids):
-            for k in range(S):
-                masks[k] |= part == k
-        own = [{t: m[masks[k]] for t, m in own[k].items()} for k in range(S)]
-        return masks, own
-
-    def clock(self, st: dict, rows: pa.Table, ids: list[str], before: int) -> dict[str, tuple]:
-        """Global time per time column of the substream filters in use (running max; see Partial)."""
-        out = {}
-        seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
-        for tcol in sorted({st["sub"][i][1] for i in ids if i in st["sub"]}):
-            carry = float(st["clock"].get(tcol, -math.inf))
-            t = numeric_column(rows, tcol)[0] if tcol in rows.column_names else np.full(len(seqs), np.nan)
-            t = np.where(np.isfinite(t), t, -math.inf)
-            run = np.maximum.accumulate(np.r_[carry, t])
-            out[tcol] = (np.r_[before, seqs].astype(np.int64), run)
-            st["clock"][tcol] = float(run[-1])
-        return out
-
     def reshuffle(self, st: dict, places: list[list]) -> list[bytes]:
         """Earlier rows of the relations of new placements, read from the shards' engines, cut per
         shard by those placements (IPC bytes, b"" for none)."""
@@ -430,14 +389,18 @@ class ShardedProcessor(BaseProcessor):
         return rows.append_column("seq", pa.array(seqs, pa.int64())), events
 
     # ---------------------------------------------------------------- one batch
-    def _run_shards(self, items: list[tuple]) -> list[tuple]:
+    def _run_shards(self, items: list[tuple], fn=shard_task) -> list[tuple]:
         io = self.io(self._cur)
         io["out"] += _nbytes(items)
         if self.S == 1 or self.spark is None:  # no Spark: in-process (tests, one shard)
-            results = [shard_task(it) for it in items]
+            results = [fn(it) for it in items]
         else:
             rdd = self.spark.sparkContext.parallelize(items, len(items))
-            results = sorted(rdd.map(shard_task).collect(), key=lambda r: r[0])
+            results = sorted(rdd.map(fn).collect(), key=lambda r: r[0])
+        return self._got(results)
+
+    def _got(self, results: list[tuple]) -> list[tuple]:
+        io = self.io(self._cur)
         io["in"] += _nbytes(results)
         io["durable"] += sum(r[2] for r in results)
         return results
@@ -449,24 +412,63 @@ class ShardedProcessor(BaseProcessor):
             self._report(batch_id, {}, {}, 0, 0, time.perf_counter() - t0, 0.0, 0.0, 0, skipped=True)
             return
         order = self.manifests.read(batch_id)  # Spark runs K again after a crash: the first attempt's order
+        if self.spark is not None and self.cfg.fmt != "kafka" and self._rows_in_spark(df, batch_id, order, t0):
+            return
         ops, rows, files = self.collect_split(df, order, batch_id)
         if self.cfg.fmt != "kafka":
             self.write_manifest(batch_id, files)
         self.run_batch(batch_id, ops, rows, len(files), t0, time.perf_counter() - t0, files=files)
 
-    def run_batch(self, batch_id: int, ops: list, rows: pa.Table, n_files: int = 0, t0: float | None = None,
-                  t_collect: float = 0.0, files: list[str] | None = None) -> pa.Table:
-        """One batch from its collected operations and rows (ordered); returns its output."""
+    def _rows_in_spark(self, df, batch_id: int, order: list[str] | None, t0: float) -> bool:
+        """The batch with its rows left in Spark (:mod:`.shard_route`): the driver collects the
+        operations and one record per stream file. False (nothing done) for a batch whose rows
+        carry ``seq``: those go through the reorder buffer on the driver."""
+        from pyspark.sql import functions as F
+
+        from . import sources
+
+        self._cur = batch_id
+        if "_op" in df.columns:
+            ops_t = df.filter(F.col("_op").isNotNull()).select("_file", "_mtime", "_op").toArrow()
+            rows_df = df.filter(F.col("_op").isNull()).drop("_op")
+        else:
+            ops_t, rows_df = None, df
+        if "seq" in rows_df.columns:
+            return False
+        ops, _, op_files = sources.split_batch(ops_t, self.cfg.fmt, order) if ops_t is not None else ([], None, [])
+        self.io(batch_id)["in"] += ops_t.nbytes if ops_t is not None else 0
+        if self.state is None or self.batch != batch_id - 1:
+            self.state = self.load(batch_id - 1)
+        tcols = sorted({v[1] for v in self.state["sub"].values()} | _time_columns(ops, self.columns))
+        rows_df = sources.with_row_index(rows_df).persist()
+        try:
+            meta = rows_df.mapInArrow(shard_route.meta_fn(self.cfg.fmt, tcols), shard_route.META_SCHEMA).toArrow()
+            self.io(batch_id)["in"] += meta.nbytes
+            if pc.any(meta.column("seqcol")).as_py():
+                return False
+            files = _file_table(meta, tcols, order)
+            t_collect = time.perf_counter() - t0
+            self.write_manifest(batch_id, op_files + [f[0] for f in files])
+            self.run_batch(batch_id, ops, None, len(op_files) + len(files), t0, t_collect,
+                           files=op_files + [f[0] for f in files], spark_rows=(rows_df, files))
+        finally:
+            rows_df.unpersist()
+        return True
+
+    def run_batch(self, batch_id: int, ops: list, rows: pa.Table | None, n_files: int = 0, t0: float | None = None,
+                  t_collect: float = 0.0, files: list[str] | None = None, spark_rows=None) -> pa.Table:
+        """One batch from its collected operations and rows (ordered), or with its rows in Spark
+        (``spark_rows``: the DataFrame and its files, see :meth:`_rows_in_spark`); returns its output."""
         t0 = time.perf_counter() if t0 is None else t0
         self._cur = batch_id  # the batch whose driver bytes _run_shards counts
         if self.state is None or self.batch != batch_id - 1:
             self.state = self.load(batch_id - 1)
         st = self.state
         self.batch = None  # st is mutated below: a failed attempt must reload it
-        late0, arrived = self.reorder.counts["late"], rows.num_rows
-        out, c, t_engine = self._step(st, ops, rows)
+        late0 = self.reorder.counts["late"]
+        out, c, t_engine = self._step(st, ops, rows, spark_rows=spark_rows)
         c["rows_late"] = self.reorder.counts["late"] - late0
-        c["rows_arrived"] = arrived
+        c["rows_arrived"] = c["rows_in"] if spark_rows is not None else rows.num_rows
         sinks.write_batch(self.cfg.out, batch_id, out)
         t2 = time.perf_counter()
         snap = self.dump(st)
@@ -478,7 +480,8 @@ class ShardedProcessor(BaseProcessor):
                      t_snap, alive=self.alive, position=st["position"], files=files)
         return out
 
-    def _step(self, st: dict, ops: list, rows: pa.Table, released: bool = False) -> tuple[pa.Table, dict, float]:
+    def _step(self, st: dict, ops: list, rows: pa.Table | None, released: bool = False,
+              spark_rows=None) -> tuple[pa.Table, dict, float]:
         """Operations and rows through the shards (``st`` updated): (output, counts, seconds in the shards)."""
         before = st["position"]
         waiting0 = len(st.get("waiting", []))
@@ -487,22 +490,27 @@ class ShardedProcessor(BaseProcessor):
         per_ops, events, ops_rej = self.route_ops(st, ops)
         ids = sorted(was_alive | set(self.in_use(st, before)))
         hist = self.reshuffle(st, self._new_places) if self._new_places else [b""] * self.S
-        rows, seq_events = self.global_seq(st, rows, released)
-        masks, own = self.route_rows(st, rows, ids)
-        clock = self.clock(st, rows, ids, before)
-        items = []
-        for s in range(self.S):
-            part = rows.filter(pa.array(masks[s])) if rows.num_rows else rows
-            extra = self._extra(st, own=own[s], clock=clock, hist=hist[s], position=st["position"])
-            items.append((s, _ipc(part), per_ops[s], self._cur - 1, self.settings(), False, extra))
+        marks = st.get("waiting", [])  # positions of the operations not applied yet (clock points)
         t1 = time.perf_counter()
-        results = self._run_shards(items)
+        if spark_rows is None:
+            rows, seq_events = self.global_seq(st, rows, released)
+            rt = shard_route.plan_of(st, ids, self.S, before, marks)
+            routed = shard_route.route_part(rt, rows, rt["carry"]) if rows.num_rows else {}
+            for tcol in rt["tcols"]:
+                if rows.num_rows:
+                    st["clock"][tcol] = float(shard_route.running_time(rows, tcol, rt["carry"][tcol])[-1])
+            items = [(s, [routed[s]] if s in routed else [], rt, per_ops[s], self._cur - 1, self.settings(),
+                      self._extra(st, hist=hist[s], position=st["position"])) for s in range(self.S)]
+            results = self._run_shards(items, _run_routed)
+            n_rows = len(seq_events) + rows.num_rows
+        else:
+            seq_events = []
+            results, n_rows = self._route_in_spark(st, spark_rows, ids, before, marks, per_ops, hist)
         t_engine = time.perf_counter() - t1
         out, c = self.merge(results, events + seq_events, st)
         for i in [i for i, end in st["alive"].items() if end != -1 and end <= st["position"]]:
             del st["alive"][i]  # terminated: sees no later element
             st.get("rep", {}).pop(i, None)
-        n_rows = len(seq_events) + rows.num_rows
         c.update(rows_in=n_rows, ops_in=len(ops))
         c["ops_rejected"] += ops_rej
         c["rows_rejected"] += len(seq_events)
@@ -513,6 +521,37 @@ class ShardedProcessor(BaseProcessor):
         c["ops_applied"] = waiting0 + len(ops) - c["ops_rejected"] - len(st["waiting"])
         c["late"] = sum(1 for e in events if e["event"] == "late")
         return out, c, t_engine
+
+    def _route_in_spark(self, st: dict, spark_rows, ids: list[str], before: int, marks: list[int],
+                        per_ops: list[list[str]], hist: list[bytes]) -> tuple[list[tuple], int]:
+        """The route job: every file's rows get their seq and go to their shards through Spark's
+        shuffle; each shard's task applies them. Returns (shard results, rows in the batch)."""
+        rows_df, files = spark_rows
+        rt = shard_route.plan_of(st, ids, self.S, before, marks)
+        starts, pos = {}, before
+        carry = dict(rt["carry"])
+        for name, lo, n, tmax in files:
+            starts[name] = (pos + 1, lo, {t: carry[t] for t in rt["tcols"]})
+            pos += n
+            for t in rt["tcols"]:
+                carry[t] = max(carry[t], tmax.get(t, -math.inf))
+        n_rows = pos - before
+        if n_rows:
+            st["maxseq"] = max(st["maxseq"], pos)
+            st["position"] = pos
+        st["clock"].update({t: carry[t] for t in rt["tcols"] if math.isfinite(carry[t]) or t in st["clock"]})
+        S, base, settings = self.S, self._cur - 1, self.settings()
+        extras = [self._extra(st, hist=hist[s], position=st["position"]) for s in range(S)]
+        closure = (rt, per_ops, extras, starts)
+        self.io(self._cur)["out"] += _nbytes(closure)
+
+        def shard_part(i, it):
+            yield shard_route.shard_run(i, [bytes(p) for _, (_, p) in it], rt, per_ops[i], base, settings, extras[i])
+
+        routed = rows_df.mapInArrow(shard_route.route_fn(self.cfg.fmt, rt, starts), shard_route.ROUTE_SCHEMA)
+        pairs = routed.rdd.map(lambda r: (int(r[0]), (int(r[1]), r[2])))
+        got = pairs.partitionBy(S, lambda k: k).mapPartitionsWithIndex(shard_part).collect()
+        return self._got(sorted(got, key=lambda r: r[0])), n_rows
 
     def merge(self, results: list[tuple], driver_events: list[dict], st: dict) -> tuple[pa.Table, dict]:
         """Shard outputs + driver events -> one batch output (:func:`.shard_merge.merge_outputs`)."""

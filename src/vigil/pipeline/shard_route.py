@@ -1,0 +1,292 @@
+"""Sharded mode's row path on the executors: rows never pass through the driver (:mod:`.sharded`).
+
+A micro-batch's stream rows stay in Spark. Two Spark jobs move them:
+
+1. **count** (:func:`meta_fn`, ``mapInArrow``): per stream file, its rows and, per time column of
+   the substream filters in use, its largest finite time. O(files) to the driver, which orders the
+   files as in driver mode (modification time, path; the manifest's order for a batch applied
+   again) and gives each file its first ``seq`` and the running time maximum before it.
+2. **route** (:func:`route_fn`, ``mapInArrow``): each file's rows get their global ``seq`` (the
+   file's first seq + the row's position in the file) and are cut per shard by the routing rules
+   (:func:`route_part`: the same rules as the driver's routing of collected rows), with the
+   ownership masks and the global substream clock at the positions of the batch's operations;
+   Spark's shuffle brings each shard its parts (``partitionBy(shards)``, one partition per shard)
+   and :func:`shard_run` applies them on the shard's live engine (:mod:`.shard_store`).
+
+The driver sends each task the routing plan (O(distinct routing signatures), not O(queries)) and
+the operations, and receives the outputs. A batch whose rows must be ordered by a ``seq`` column
+(the reorder buffer lives on the driver) or that comes from Kafka is collected as before; its
+rows are cut by the same :func:`route_part`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from vigil.events import ERROR_COLUMN, numeric_column
+from vigil.state import bytes_table, pack, table_bytes, unpack
+
+from .shard_task import _is, _shard_of, _text, join_destinations, shard_task
+
+KEYED, SPREAD = "keyed", "spread"
+
+
+def plan_of(st: dict, ids: list[str], shards: int, before: int, marks: list[int]) -> dict[str, Any]:
+    """What a routing task needs from the driver's routing table: the rules of the queries in use
+    (``ids``), as sets of signatures. ``marks``: positions of the batch's operations (the
+    substream clock is taken there); ``before``: the position before the batch."""
+    return {
+        "S": shards,
+        "spread": sorted({st["home"][i] for i in ids if st["kind"].get(i) == SPREAD}),
+        "keysigs": sorted({tuple(c for c, _ in st["keysig"][i]) for i in ids if st["kind"].get(i) == KEYED}),
+        "place": [list(p) for p in st["place"]],
+        "jsigs": [list(s) for s in st["jsigs"]],
+        "subcols": sorted({st["sub"][i][0] for i in ids if i in st["sub"]}),
+        "tcols": sorted({st["sub"][i][1] for i in ids if i in st["sub"]}),
+        "quantiles": any(st["fam"].get(i) == "quantiles" for i in ids),
+        "before": int(before),
+        "carry": {t: float(st["clock"].get(t, -math.inf)) for t in {st["sub"][i][1] for i in ids if i in st["sub"]}},
+        "marks": np.asarray(sorted(set(marks)), np.int64),
+    }
+
+
+def route_masks(rt: dict, rows: pa.Table) -> tuple[list[np.ndarray], list[dict[str, np.ndarray]]]:
+    """Per shard: which rows (with their ``seq``) it receives, and the ownership masks over those
+    rows (see :class:`vigil.partial.Partial`)."""
+    n = rows.num_rows
+    S = rt["S"]
+    masks = [np.zeros(n, bool) for _ in range(S)]
+    seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
+    own: list[dict[str, np.ndarray]] = [{} for _ in range(S)]
+    memo: dict[str, np.ndarray] = {}
+
+    def dest_of(col: str) -> np.ndarray:  # shard of hash(text of column) per row, once per column
+        if col not in memo:
+            memo[col] = _shard_of(_text(rows, col), S)
+        return memo[col]
+
+    for home in rt["spread"]:  # key-less threshold and window queries: every row
+        masks[home][:] = True
+    if ERROR_COLUMN in rows.column_names:  # malformed rows: rejected once, by shard 0
+        masks[0] |= np.asarray(rows.column(ERROR_COLUMN).is_valid().to_numpy(zero_copy_only=False), bool)
+    for sig in rt["keysigs"]:  # keyed threshold: by the key values, per key-column set in use
+        if any(c not in rows.column_names for c in sig):
+            continue
+        parts = [_text(rows, c, f"{c}=") for c in sig]
+        joined = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "\x1f")
+        dest = _shard_of(joined, S)
+        for k in range(S):
+            masks[k] |= dest == k
+    if "rel" in rows.column_names:  # joins: placements; uncovered relation rows: seq mod S (history)
+        jm, covered = join_destinations(rows, rt["place"], S, dest_of)
+        rest = np.asarray(rows.column("rel").is_valid().to_numpy(zero_copy_only=False), bool) & ~covered
+        for k in range(S):
+            jm[k] |= rest & (seqs % S == k)
+            masks[k] |= jm[k]
+            own[k]["rel"] = jm[k]
+        for sig in rt["jsigs"]:  # an equality join group owns its key partition, nothing more
+            left, lcol, right, rcol = sig
+            is_l, is_r = _is(rows, "rel", left), _is(rows, "rel", right)
+            dl = dest_of(lcol) if is_l.any() else None
+            dr = dest_of(rcol) if is_r.any() else None
+            tag = "join:" + "\x1f".join(sig)
+            for k in range(S):
+                m = np.zeros(n, bool)
+                if dl is not None:
+                    m |= is_l & (dl == k)
+                if dr is not None:
+                    m |= is_r & (dr == k)
+                own[k][tag] = m
+    for col in rt["subcols"]:  # substream filters: by key, per key column in use
+        dest = dest_of(col)
+        for k in range(S):
+            own[k]["key:" + col] = dest == k
+            masks[k] |= dest == k
+    part = seqs % S  # quantiles: by seq
+    for k in range(S):
+        own[k]["seq"] = part == k
+    if rt["quantiles"]:
+        for k in range(S):
+            masks[k] |= part == k
+    return masks, [{t: m[masks[k]] for t, m in own[k].items()} for k in range(S)]
+
+
+def running_time(rows: pa.Table, tcol: str, carry: float) -> np.ndarray:
+    """The global time after each row: max(carry, finite times so far)."""
+    t = numeric_column(rows, tcol)[0] if tcol in rows.column_names else np.full(rows.num_rows, np.nan)
+    t = np.where(np.isfinite(t), t, -math.inf)
+    return np.maximum.accumulate(np.r_[carry, t])[1:]
+
+
+def route_part(rt: dict, rows: pa.Table, carry: dict[str, float]) -> dict[int, bytes]:
+    """Rows with their ``seq`` (ascending; one file, or a whole collected batch) -> per shard, the
+    payload it receives: its rows, their ownership masks, and the global time at the batch's
+    operation positions that fall among these rows (every shard gets those)."""
+    masks, own = route_masks(rt, rows)
+    marks: dict[str, list[np.ndarray]] = {}
+    if rt["tcols"] and rows.num_rows:
+        seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
+        m = rt["marks"][(rt["marks"] >= seqs[0]) & (rt["marks"] <= seqs[-1])]
+        if len(m):
+            at = np.searchsorted(seqs, m, side="right") - 1
+            for tcol in rt["tcols"]:
+                run = running_time(rows, tcol, carry.get(tcol, -math.inf))
+                marks[tcol] = [m, run[at]]
+    out = {}
+    for k in range(rt["S"]):
+        if masks[k].any() or marks:
+            part = rows.filter(pa.array(masks[k]))
+            out[k] = pack({"rows": np.frombuffer(table_bytes(part), np.uint8), "own": own[k], "marks": marks})
+    return out
+
+
+def gather(rt: dict, payloads: list[bytes]) -> tuple[bytes, dict[str, Any]]:
+    """A shard's payloads (any order) -> (its rows as IPC bytes in seq order, ``own``, ``clock``)."""
+    parts, marks = [], {}
+    for p in payloads:
+        d = unpack(p)
+        t = bytes_table(d["rows"].tobytes())
+        first = int(t.column("seq")[0].as_py()) if t.num_rows else math.inf
+        parts.append((first, t, d["own"]))
+        for tcol, (s, v) in d["marks"].items():
+            marks.setdefault(tcol, []).append((np.asarray(s, np.int64), np.asarray(v, np.float64)))
+    parts.sort(key=lambda x: x[0])
+    tables = [t for _, t, _ in parts if t.num_rows]
+    rows = _concat([t for _, t, _ in parts]) if tables else pa.table({"seq": pa.array([], pa.int64())})
+    tags = sorted({tag for _, _, o in parts for tag in o})
+    own = {tag: np.concatenate([o[tag] if tag in o else np.zeros(t.num_rows, bool) for _, t, o in parts])
+           if parts else np.zeros(0, bool) for tag in tags}
+    clock = {}
+    for tcol in rt["tcols"]:
+        got = marks.get(tcol, [])
+        s = np.concatenate([np.array([rt["before"]], np.int64)] + [a for a, _ in got])
+        v = np.concatenate([np.array([rt["carry"].get(tcol, -math.inf)])] + [b for _, b in got])
+        o = np.argsort(s, kind="stable")
+        clock[tcol] = (s[o], v[o])
+    return table_bytes(rows), {"own": own, "clock": clock or None}
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """Parts of several files: columns unified (a column missing in a file is null there); a part
+    whose columns clash with the others becomes error rows at its seqs (rejected, the run goes on)."""
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        pass
+    good = [tables[0]]
+    for t in tables[1:]:
+        try:
+            pa.concat_tables([good[0], t], promote_options="permissive")
+            good.append(t)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            reason = f"columns clash with earlier files of the batch: {str(e)[:120]}"
+            good.append(pa.table({"seq": t.column("seq"), ERROR_COLUMN: pa.array([reason] * t.num_rows)}))
+    return pa.concat_tables(good, promote_options="permissive")
+
+
+def shard_run(shard: int, payloads: list[bytes], rt: dict, ops: list[str], base: int, settings: dict,
+              extra: dict) -> tuple:
+    """One shard's batch from its routed payloads: :func:`.shard_task.shard_task` on the gathered
+    rows (same result tuple)."""
+    rows_b, got = gather(rt, payloads)
+    return shard_task((shard, rows_b, ops, base, settings, False, {**extra, **got}))
+
+
+# ----------------------------------------------------------------------------- executor side
+
+
+def file_rows(batch: pa.RecordBatch | pa.Table, fmt: str) -> list[tuple[str, int, pa.Table]]:
+    """The stream rows of a record batch, per file in the batch: (path, mtime, user rows in file
+    order, ``_row`` of the first for JSON/CSV). Parquet files arrive whole (``_content``) and are
+    decoded here; a file that cannot be read is one error row."""
+    import pyarrow.parquet as pq
+
+    from . import sources
+
+    t = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+    out = []
+    if "_content" in t.column_names:
+        names, mt, content = t.column("_file").to_pylist(), t.column("_mtime"), t.column("_content")
+        for i, name in enumerate(names):
+            try:
+                rows = pq.read_table(pa.BufferReader(content[i].as_buffer()))
+            except (pa.ArrowInvalid, OSError) as e:
+                rows = pa.table({ERROR_COLUMN: [f"{name} is not a readable Parquet file: {str(e)[:120]}"]})
+            out.append((name, _ms(mt[i]), rows, 0))
+        return out
+    if not t.num_rows:
+        return out
+    files = pc.dictionary_encode(t.column("_file").combine_chunks())
+    codes = files.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    ends = np.r_[starts[1:], len(codes)]
+    row = t.column("_row").to_numpy()
+    mt = t.column("_mtime")
+    for a, b in zip(starts, ends, strict=True):
+        part = t.slice(int(a), int(b - a))
+        out.append((files.dictionary[codes[a]].as_py(), _ms(mt[int(a)]), sources._user_columns(part, fmt), int(row[a])))
+    return out
+
+
+def _ms(v) -> int:
+    x = v.as_py() if hasattr(v, "as_py") else v
+    if x is None:
+        return 0
+    if isinstance(x, int):
+        return x
+    return int(x.timestamp() * 1000)
+
+
+META_SCHEMA = "file string, mtime long, lo long, n long, seqcol boolean, tmax array<double>"
+ROUTE_SCHEMA = "shard int, first long, payload binary"
+
+
+def meta_fn(fmt: str, tcols: list[str]):
+    """``mapInArrow`` function of the count job: per file (piece), its rows, first ``_row``, whether
+    it carries a ``seq`` column, and its largest finite time per column of ``tcols``."""
+
+    def run(batches):
+        for b in batches:
+            recs = []
+            for name, mtime, rows, lo in file_rows(b, fmt):
+                tmax = [float(np.max(running_time(rows, c, -math.inf), initial=-math.inf)) for c in tcols]
+                recs.append((name, mtime, lo, rows.num_rows, "seq" in rows.column_names, tmax))
+            if recs:
+                cols = list(zip(*recs, strict=True))
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(cols[0], pa.string()), pa.array(cols[1], pa.int64()), pa.array(cols[2], pa.int64()),
+                     pa.array(cols[3], pa.int64()), pa.array(cols[4], pa.bool_()),
+                     pa.array(cols[5], pa.list_(pa.float64()))],
+                    names=["file", "mtime", "lo", "n", "seqcol", "tmax"])
+
+    return run
+
+
+def route_fn(fmt: str, rt: dict, starts: dict[str, tuple[int, int, dict[str, float]]]):
+    """``mapInArrow`` function of the route job. ``starts``: file -> (seq of its first row, its
+    first ``_row``, running time before it per time column)."""
+
+    def run(batches):
+        done: dict[str, tuple[int, dict[str, float]]] = {}  # a file read in several record batches
+        for b in batches:
+            recs = []
+            for name, _mtime, rows, lo in file_rows(b, fmt):
+                first, lo0, carry = starts[name]
+                seq0, carry = done.get(name, (first + (lo - lo0), carry))
+                rows = rows.append_column("seq", pa.array(np.arange(seq0, seq0 + rows.num_rows, dtype=np.int64)))
+                for k, payload in route_part(rt, rows, carry).items():
+                    recs.append((k, seq0, payload))
+                carry = {c: float(max(v, running_time(rows, c, v)[-1] if rows.num_rows else v)) for c, v in carry.items()}
+                done[name] = (seq0 + rows.num_rows, carry)
+            if recs:
+                cols = list(zip(*recs, strict=True))
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(cols[0], pa.int32()), pa.array(cols[1], pa.int64()), pa.array(cols[2], pa.binary())],
+                    names=["shard", "first", "payload"])
+
+    return run
