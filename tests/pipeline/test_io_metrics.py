@@ -73,3 +73,11 @@ def test_sharded_driver_bytes_flat_under_10x_rows_and_queries(spark, tmp_path):
     s, g = small[-1], large[-1]
     assert g["rows_in"] == 20_000 and g["driver_bytes_in"] > 0
     assert g["driver_bytes_in"] + g["driver_bytes_out"] <= 1.5 * (s["driver_bytes_in"] + s["driver_bytes_out"]), (s, g)
+
+
+def test_sharded_snapshot_does_not_grow_with_the_queries(tmp_path):
+    """The routing tables go to the routing log as changes: a batch that registers nothing writes
+    a driver snapshot of the same size at 10x the queries."""
+    small = _run(tmp_path / "a", 2_000, 100)[-1]
+    large = _run(tmp_path / "b", 2_000, 1_000)[-1]
+    assert large["snapshot_bytes"] <= 1.5 * small["snapshot_bytes"], (small["snapshot_bytes"], large["snapshot_bytes"])

@@ -14,6 +14,11 @@ from vigil.events import OUTPUT_SCHEMA
 from .shard_task import ALL, _ev, _unipc
 
 
+def touch(st: dict, ident: str) -> None:
+    """Mark a query whose routing entries changed (persisted by :mod:`.routing_log`)."""
+    st.setdefault("_dirty", set()).add(ident)
+
+
 def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict) -> tuple[pa.Table, dict, dict[str, int]]:
     """Shard outputs + driver events -> one batch output (columnar: a batch may carry millions
     of join pairs). Shard 'late' events are dropped (the driver reports lateness globally); a
@@ -102,12 +107,14 @@ def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict) -> 
         for ident in t.column("id").filter(pa.array(matured)).to_pylist():
             if ident not in rep:
                 st["alive"].pop(ident, None)
+                touch(st, ident)
         op_rej = keep & rej & has_id
         if op_rej.any():  # a register the engines refused (after a valid spec): the id is free again
             for r in t.filter(pa.array(op_rej)).select(["id", "reason"]).to_pylist():
                 if (r["reason"] or "").startswith(_REFUSED):
                     for k in ("home", "kind", "fam", "alive", "keysig", "sub"):
                         st[k].pop(r["id"], None)
+                    touch(st, r["id"])
         rows_rej = int((keep & row_rej).sum())
         ops_rej = int((keep & rej & has_id).sum())
         kept = t.filter(pa.array(keep)).drop_columns(["_shard"])

@@ -81,7 +81,8 @@ from . import shard_route, shard_store, sinks
 from .config import CheckpointError, RunConfig
 from .processor import BaseProcessor
 from .reorder import ReorderBuffer
-from .shard_merge import merge_outputs
+from .routing_log import RoutingLog
+from .shard_merge import merge_outputs, touch
 from .shard_task import (
     ALL,
     _ev,
@@ -167,6 +168,8 @@ class ShardedProcessor(BaseProcessor):
         self.state: dict[str, Any] | None = None
         self.alive: dict[str, int] = {}
         self._cur = -1  # the batch being processed (driver bytes are counted for it)
+        self.rlog = RoutingLog(self.store.dir, _PER_QUERY)
+        self._gens: dict[int, int] = {}  # kept snapshot -> the routing generation it refers to
 
     # ---------------------------------------------------------------- state
     def fresh(self) -> dict[str, Any]:
@@ -183,6 +186,7 @@ class ShardedProcessor(BaseProcessor):
     def load(self, k: int | None) -> dict[str, Any]:
         """The driver state of snapshot ``k`` (fresh for None); sets ``self.reorder`` with it."""
         self.reorder = ReorderBuffer(self.cfg.max_reorder_rows)
+        self.rlog.gen = None  # the next write starts a generation, unless a snapshot's log is read
         if k is None or k < 0:
             return self.fresh()
         data = self.store.load(k)
@@ -199,19 +203,34 @@ class ShardedProcessor(BaseProcessor):
         if s.get("shards") != self.S:
             raise CheckpointError(f"checkpoint has {s.get('shards')} shards, --shards says {self.S}")
         s.setdefault("run", uuid.uuid4().hex)
-        if "routing" in s:  # the per-query tables, as one JSON text (see dump)
+        if "routing_ref" in s:  # the per-query tables: the routing log (see dump)
+            self._gens[k] = int(s["routing_ref"][0])
+            s.update(self.rlog.read(s.pop("routing_ref")))
+        elif "routing" in s:  # older checkpoints: the tables as one JSON text
             s.update(json.loads(s.pop("routing")))
         if "reorder" in s:
             self.reorder = ReorderBuffer.from_state(s.pop("reorder"), self.cfg.max_reorder_rows)
         s["version"] = STATE_VERSION
         return s
 
-    def dump(self, s: dict[str, Any]) -> bytes:
-        """The driver's snapshot; the per-query routing tables go in as one JSON text (encoded in
-        C: 20,000 queries took ~1 s a batch through ``pack``'s per-item encoding)."""
-        per = {k: s[k] for k in _PER_QUERY if k in s}
-        rest = {k: v for k, v in s.items() if k not in per}
-        return pack({**rest, "routing": json.dumps(per, separators=(",", ":")), "reorder": self.reorder.state()})
+    def dump(self, s: dict[str, Any], batch: int) -> bytes:
+        """The driver's snapshot after ``batch``. The per-query routing tables go to the routing
+        log (:mod:`.routing_log`: the changes of the batch, O(the queries it touched)); the
+        snapshot keeps where they end."""
+        ref = self.rlog.write(batch, s, s.pop("_dirty", set()))
+        self._gens[batch] = ref[0]
+        rest = {k: v for k, v in s.items() if k not in _PER_QUERY}
+        return pack({**rest, "routing_ref": ref, "reorder": self.reorder.state()})
+
+    def _prune_routing(self) -> None:
+        kept = self.store.ids()
+        for k in kept:
+            if k not in self._gens:
+                ref = unpack(self.store.load(k) or pack({})).get("routing_ref")
+                self._gens[k] = int(ref[0]) if ref else -1
+        self.rlog.prune({self._gens[k] for k in kept})
+        for k in [k for k in self._gens if k not in kept]:
+            del self._gens[k]
 
     @property
     def shard_root(self) -> str:
@@ -267,6 +286,7 @@ class ShardedProcessor(BaseProcessor):
             home, kind = _h(ident, self.S), SPREAD
         st["home"][ident], st["kind"][ident], st["fam"][ident] = home, kind, fam
         st["alive"][ident] = -1
+        touch(st, ident)
         return home
 
     def _place(self, st: dict, p: list) -> None:
@@ -327,6 +347,7 @@ class ShardedProcessor(BaseProcessor):
                 home = 0  # unknown id: rejected by shard 0
             if op["op"] == "terminate" and st["alive"].get(ident) == -1:
                 st["alive"][ident] = at  # sees no element after this position
+                touch(st, ident)
             dest[j] = home
         for _, j, _, raw in todo:
             line = raw if isinstance(raw, str) else json.dumps(raw)
@@ -471,9 +492,10 @@ class ShardedProcessor(BaseProcessor):
         c["rows_arrived"] = c["rows_in"] if spark_rows is not None else rows.num_rows
         sinks.write_batch(self.cfg.out, batch_id, out)
         t2 = time.perf_counter()
-        snap = self.dump(st)
+        snap = self.dump(st, batch_id)
         self.store.save(batch_id, snap)
         self.manifests.prune(min(self.store.ids()))
+        self._prune_routing()
         t_snap = time.perf_counter() - t2
         self.batch = batch_id
         self._report(batch_id, c, {}, n_files, len(snap), time.perf_counter() - t0, t_collect, t_engine,
@@ -511,6 +533,7 @@ class ShardedProcessor(BaseProcessor):
         for i in [i for i, end in st["alive"].items() if end != -1 and end <= st["position"]]:
             del st["alive"][i]  # terminated: sees no later element
             st.get("rep", {}).pop(i, None)
+            touch(st, i)
         c.update(rows_in=n_rows, ops_in=len(ops))
         c["ops_rejected"] += ops_rej
         c["rows_rejected"] += len(seq_events)
