@@ -36,7 +36,7 @@ def test_dynamic_preset_smoke(tmp_path):
     run_preset("fig12", scale=0.001, batches=[50], budget=0.05, out=out)
     doc = json.loads(out.read_text())
     algos = {r["algo"] for r in doc["results"]}
-    assert algos == {"join_first", "select_first", "vanilla", "hotspot", "dynamic", "optimum"}
+    assert algos == {"join_first", "select_first", "vanilla", "hotspot", "dynamic", "optimum", "oracle"}
     for r in doc["results"]:
         if r["algo"] == "optimum":
             assert 0 <= r["extra"]["match"] <= 1 and sum(r["extra"]["breakdown"].values()) == r["extra"]["n"]

@@ -55,7 +55,7 @@ DYN_PRESETS: dict[str, dict[str, Any]] = {
 
 
 def load(kind: str, nq: int, ns: int, seed: int, n_arr: int, key_spread=None, a_sigma=None, mixed=False,
-         hot_frac=None):
+         hot_frac=None, c_domain=10_000.0):
     """A count-mode ``Dynamic`` holding every plan, with |S| = ns stored and nq queries, and the
     arriving tuples (key, x, t) (``mixed``: the fit's mixture of arrival distributions;
     ``hot_frac``: select joins on fig9's clustered query set, workloads.joins.cluster_rangec)."""
@@ -71,7 +71,7 @@ def load(kind: str, nq: int, ns: int, seed: int, n_arr: int, key_spread=None, a_
         win = 0.2 * ns if kind == "window" else None
         w = wl.select_workload(n_queries=nq, n_tuples=ns, n_arrivals=1, seed=seed, window=win)
         if hot_frac is not None:
-            w = wl.cluster_rangec(w, hot_frac, seed)
+            w = wl.cluster_rangec(w, hot_frac, seed, c_domain)
         st = np.arange(ns, dtype=np.float64) if kind == "window" else None
         op.insert("right", np.arange(1, ns + 1), w["s_key"], w["s_x"].reshape(-1, 1), st)
         for i, s in enumerate(wl.specs(kind, w["rows"], w["w"])):
@@ -126,7 +126,7 @@ def per_tuple_us(op: Dynamic, key, x, t, reps: int = 3) -> np.ndarray:
     return np.clip(out - null, 0, None) * 1e6
 
 
-STATS = ("S", "Q", "QS", "sum_sqrt_hot", "QH", "tau", "hot", "mp", "np", "npp", "mb", "mbar", "mbar_h")
+STATS = ("S", "Q", "QS", "sum_sqrt_hot", "QH", "tau", "hot", "mp", "np", "npp", "mb", "mbar", "mbar_h", "cov", "pbar")
 
 
 def run_fit(scale: float = 0.1, kinds=("select", "window", "band"), per_point: int = 150, seed: int = 0,
@@ -186,33 +186,45 @@ def refit(npz: str | Path, out: str | Path, config: dict | None = None, console=
     return doc
 
 
+BATCH_STATS = ("mp", "np", "npp")  # per tuple (exact); the rest of cm.features' inputs are per workload
+BATCH_SCALARS = ("S", "Q", "QS", "sum_sqrt_hot", "cov", "pbar")
+FIT_SETS = ((None, 1e6), (0.7, 10_000.0), (0.7, 1e6))  # (hot_frac, c_domain): Table I's; fig9's, twice
+
+
 def run_batch_fit(scale: float = 0.1, grid: list[int] | None = None, batch: int = 1000, seed: int = 0,
-                  out: str | Path = "results/joins_fit_batch.json", hot_fracs=(None, 0.7), console=None) -> dict:
-    """Select joins: fit the models on *batch* times. Per workload (|Q| x |S| on ``grid``, each on
-    Table I's query set and on fig9's clustered one for each of ``hot_fracs``) and per arrival
-    distribution (the fit's nine: keys uniform / near the S.B peak / in the tails x R.A uniform /
-    concentrated / spread), every plan probes the same ``batch`` tuples in one call (CPU time,
-    minimum of 2); the row is the sum of the tuples' feature vectors (the models are linear, so a
-    batch's estimated cost is that sum times theta) and y the batch's time. Why: the plans'
-    kernels process a batch as a whole (SJ-SSI / SJ-Hotspot group by group in (partner block, a)
-    order since 1ac086d), so a tuple's cost inside a batch is not its cost alone, which is what
-    :func:`run_fit` measures. The raw rows go to OUT.npz (:func:`refit_batch` fits them again,
-    on a subset of the workloads for held-out checks); writes the --fit JSON format."""
+                  out: str | Path = "results/joins_fit_batch.json", sets=FIT_SETS, console=None) -> dict:
+    """Select joins: fit the models on *batch* times. Per workload (|Q| x |S| on ``grid``, for each
+    query set of ``sets``: (None, _) Table I's, (h, c) fig9's clustered one with hot fraction h
+    over [0, c], workloads.joins.cluster_rangec) and per arrival distribution (the fit's nine:
+    keys uniform / near the S.B peak / in the tails x R.A uniform / concentrated / spread), every
+    plan probes the same ``batch`` tuples in one call (CPU time, minimum of 2); the row is the sum
+    of the tuples' feature vectors (the models are linear, so a batch's estimated cost is that
+    sum times theta) and y the batch's time. Why: the plans' kernels process a batch as a whole
+    (SJ-SSI / SJ-Hotspot group by group in (partner block, a) order since 1ac086d), so a tuple's
+    cost inside a batch is not its cost alone, which is what :func:`run_fit` measures. The raw
+    rows go to OUT.npz with the exact statistics of every tuple (``st/*``), so that
+    :func:`refit_batch` recomputes the features of other model variants without timing again,
+    and fits on a subset of the workloads for held-out checks; writes the --fit JSON format."""
     console = console or Console()
     sizes = [max(100, int(g * scale)) for g in (grid or GRID)]
     rng = np.random.default_rng(seed + 11)
     raw: dict[str, list] = {"workload": [], "dist": []}
     for c in cm.MODELS["select"]:
         raw[f"X/{c}"], raw[f"y/{c}"] = [], []
-    points = [(nq, ns, h) for h in hot_fracs for nq in sizes for ns in sizes]
-    for w_id, (nq, ns, h) in enumerate(points):
+    for k in BATCH_STATS + BATCH_SCALARS:
+        raw[f"st/{k}"] = []
+    points = [(nq, ns, h, cd) for h, cd in sets for nq in sizes for ns in sizes]
+    for w_id, (nq, ns, h, cd) in enumerate(points):
         t0 = time.perf_counter()
-        op, _, _, _ = load("select", nq, ns, seed, 3, hot_frac=h)
+        op, _, _, _ = load("select", nq, ns, seed, 3, hot_frac=h, c_domain=cd if h is not None else 10_000.0)
+        if h is None and cd != 1e6:
+            raise ValueError("Table I's query set: its own c_domain (select_workload's 10^6)")
         for d_id, (ks, sa) in enumerate((ks, sa) for ks in (None, 0.05, 3.0) for sa in (None, 3e4, 3e6)):
             key, x = wl.arrivals(batch, 100, rng, ks, sa)
             x = x.astype(np.float64)
             t = np.full(batch, np.nan)
-            f = cm.features("select", op.stats("left", key, x, t, exact=True))
+            st = op.stats("left", key, x, t, exact=True)
+            f = cm.features("select", st)
             seqs = np.arange(batch)
             for c in op.choices:
                 op._run(c, "left", seqs, key, x, t, 2)  # warm: the plan's kernels and index
@@ -223,15 +235,32 @@ def run_batch_fit(scale: float = 0.1, grid: list[int] | None = None, batch: int 
                     best = min(best, time.thread_time() - c0)
                 raw[f"X/{c}"].append(cm.design("select", c, f, batch).sum(axis=0))
                 raw[f"y/{c}"].append(best * 1e6)
+            for k in BATCH_STATS:
+                raw[f"st/{k}"].append(np.asarray(st[k], np.float64))
+            for k in BATCH_SCALARS:
+                raw[f"st/{k}"].append(float(st[k]))
             raw["workload"].append(w_id)
             raw["dist"].append(d_id)
-        console.log(f"batch fit |Q|={nq:,} |S|={ns:,} hot={h} ({time.perf_counter() - t0:.1f} s)")
+        console.log(f"batch fit |Q|={nq:,} |S|={ns:,} hot={h} c_domain={cd:g} ({time.perf_counter() - t0:.1f} s)")
     npz = Path(out).with_suffix(".npz")
-    np.savez_compressed(npz, points=np.array([(nq, ns, -1.0 if h is None else h) for nq, ns, h in points]),
+    np.savez_compressed(npz, points=np.array([(nq, ns, -1.0 if h is None else h, cd) for nq, ns, h, cd in points]),
                         **{k: np.array(v) for k, v in raw.items()})
     config = {"scale": scale, "sizes": sizes, "batch": batch, "seed": seed, "distributions": 9,
-              "hot_fracs": list(hot_fracs)}
+              "sets": [list(s) for s in sets]}
     return refit_batch(npz, out, config, console=console)
+
+
+def batch_design(raw, c: str) -> np.ndarray:
+    """The rows' design matrix of plan c's model (cm.MODELS): recomputed from the stored per-tuple
+    statistics when the file has them (``st/*``), else the stored sums (``X/c``)."""
+    if "st/mp" not in raw:
+        return raw[f"X/{c}"]
+    rows = []
+    for r in range(len(raw["workload"])):
+        st = {k: raw[f"st/{k}"][r] for k in BATCH_STATS} | {k: float(raw[f"st/{k}"][r]) for k in BATCH_SCALARS}
+        n = len(st["mp"])
+        rows.append(cm.design("select", c, cm.features("select", st), n).sum(axis=0))
+    return np.array(rows)
 
 
 def refit_batch(npz: str | Path, out: str | Path | None = None, config: dict | None = None, train=None,
@@ -240,12 +269,12 @@ def refit_batch(npz: str | Path, out: str | Path | None = None, config: dict | N
     the workloads, default all) with :func:`vigil.joins.costs.fit_bounded` (relative error, each
     term floored); writes ``out`` (the --fit JSON format) when given."""
     console = console or Console()
-    raw = np.load(npz)
+    raw = dict(np.load(npz))
     rows = np.ones(len(raw["workload"]), bool) if train is None else np.asarray(train)[raw["workload"]]
     doc: dict[str, Any] = {"family": "joins", "preset": "fit_batch", "params": {"select": {}}, "fit": {"select": {}},
                            "config": config or {}, "machine": machine_info(), "raw": Path(npz).name}
     for c in cm.MODELS["select"]:
-        A, y = raw[f"X/{c}"][rows], raw[f"y/{c}"][rows]
+        A, y = batch_design(raw, c)[rows], raw[f"y/{c}"][rows]
         theta, lower = cm.fit_bounded(A, y)
         names = [p for p, _ in cm.MODELS["select"][c]]
         r2 = 1 - float(((y - A @ theta) ** 2).sum()) / max(float(((y - y.mean()) ** 2).sum()), 1e-300)
@@ -279,9 +308,35 @@ def ship(fit_json: str | Path, target: str | Path | None = None) -> Path:
     return target
 
 
+def oracle_choices(op: Dynamic, key, x, t, batch: int, tie_us: float = 0.5) -> np.ndarray:
+    """The per-tuple oracle's plans: each plan's time on each tuple alone (per_tuple_us, min of
+    2), scaled by that plan's batch efficiency (its CPU time on the same tuples in batches of
+    ``batch`` over the sum of its one-tuple times: SJ-Hotspot and SJ-JoinFirst cost less per
+    tuple in a batch, by different factors), then the fastest plan per tuple, except that a tuple
+    on which the plan of lowest batch time (the best static plan here) is within ``tie_us`` of the
+    fastest stays on it (tuples without partners cost every plan ~0: scattering them over the
+    plans would only add sub-batches)."""
+    us = per_tuple_us(op, key, x, t, reps=2)
+    seqs = np.arange(len(key)) + op.seq
+    tot = np.zeros(len(op.choices))
+    for j, c in enumerate(op.choices):
+        for i in range(0, len(key), batch):
+            s = slice(i, i + batch)
+            c0 = time.thread_time()
+            op._run_ordered(c, "left", seqs[s], key[s], x[s], t[s], 2)
+            tot[j] += time.thread_time() - c0
+    us = us * (tot * 1e6 / np.maximum(us.sum(axis=0), 1e-9))
+    inc = int(np.argmin(tot))
+    return np.where(us[:, inc] <= us.min(axis=1) + tie_us, inc, us.argmin(axis=1))
+
+
 def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "results/joins_dyn.json",
                        batch: int = 1000, budget: float = 2.0, n_opt: int = 300, seed: int = 0,
-                       console=None) -> dict:
+                       oracle_chunks: int = 20, console=None) -> dict:
+    """Every static plan, ``dynamic`` and the per-tuple oracle interleaved chunk by chunk (module
+    docstring). The oracle (``oracle``, the first ``oracle_chunks`` chunks only): each tuple goes to
+    the plan that was fastest on it (measured before the run: :func:`oracle_choices`), the
+    chunk split by plan as ``dynamic`` splits it: what perfect per-tuple choices reach in batches."""
     console = console or Console()
     cfg = DYN_PRESETS[preset]
     results: list[Result] = []
@@ -290,13 +345,16 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
         label = {"size": nq0 // 1000, "key_spread": ks, "a_sigma": sa}[cfg["key"]]
         n_arr = 200_000
         op, key, x, t = load("select", nq, ns, seed, n_arr + 1, key_spread=ks, a_sigma=sa,
-                             mixed=cfg.get("mixed", False), hot_frac=cfg.get("hot_frac"))
+                             mixed=cfg.get("mixed", False), hot_frac=cfg.get("hot_frac"),
+                             c_domain=cfg.get("c_domain", 10_000.0))
+        n_orc = min(oracle_chunks * batch, n_arr)
+        orc = oracle_choices(op, key[:n_orc], x[:n_orc], t[:n_orc], batch) if n_orc else None
         st = op.stats("left", key[:2000], x[:2000], t[:2000], exact=True)
         point = {cfg["key"]: label, "queries": nq, "stored": ns, "join_rate": float(np.mean(st["mp"])),
                  "selection_rate": float(np.mean(st["np"]) / max(nq, 1))}
         algos = list(op.choices) + ["dynamic"]
         secs = dict.fromkeys(algos, 0.0)
-        chunk: dict[str, list[float]] = {a: [] for a in algos}  # CPU time of each chunk (thread_time)
+        chunk: dict[str, list[float]] = {a: [] for a in algos + ["oracle"]}  # CPU time per chunk (thread_time)
         dec = np.zeros(len(op.choices), np.int64)
         np0 = op.no_partner
         route = 0.0
@@ -311,8 +369,16 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
         route_share: list[float] = []
         while time.perf_counter() - t_all < budget * len(algos) and pos + batch <= n_arr:
             sl = slice(pos, pos + batch)
-            for algo in [algos[i] for i in order_rng.permutation(len(algos))]:
-                op.force = None if algo == "dynamic" else algo
+            here = algos + (["oracle"] if pos + batch <= n_orc else [])
+            for algo in [here[i] for i in order_rng.permutation(len(here))]:
+                op.force = None if algo in ("dynamic", "oracle") else algo
+                op.oracle_choice = orc[sl] if algo == "oracle" else None
+                if algo == "oracle":
+                    c0 = time.thread_time()
+                    push(op, key[sl], x[sl], t[sl])
+                    chunk[algo].append(time.thread_time() - c0)
+                    op.oracle_choice = None
+                    continue
                 d0, r0 = op.decisions.copy(), op.route_seconds
                 c0, t0 = time.thread_time(), time.perf_counter()
                 push(op, key[sl], x[sl], t[sl])
@@ -334,6 +400,8 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
                 # CPU time (a preempted chunk does not count), median over chunks of static / dynamic
                 extra["paired_speedup"] = {c: float(np.median(np.array(chunk[c]) / np.array(chunk["dynamic"])))
                                            for c in op.choices}
+                ratios = np.array(chunk["dynamic"]) / np.array(chunk[min(op.choices, key=lambda c: sum(chunk[c]))])
+                extra["vs_best_static_quartiles"] = [float(v) for v in np.percentile(1.0 / ratios, [25, 50, 75])]
             results.append(Result(algo, secs[algo], pos, extra=extra))
             console.log(f"{preset} {cfg['key']}={label} {algo}: {pos / secs[algo]:,.0f} tuples/s "
                         f"({extra['cpu_rate_per_s']:,.0f} per CPU second)"
@@ -341,6 +409,21 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
                            f"{100 * extra['route_fraction_median']:.1f}%; {extra['breakdown']}; "
                            f"median per chunk of static / dynamic time {extra['paired_speedup']})"
                            if algo == "dynamic" else ""))
+        if chunk["oracle"]:
+            k = len(chunk["oracle"])
+            oc = np.array(chunk["oracle"])
+            best = min(op.choices, key=lambda c: sum(chunk[c][:k]))
+            extra = {"point": point, "batch": batch, "chunks": k, "cpu_rate_per_s": k * batch / oc.sum(),
+                     "breakdown": {c: int((orc[:k * batch] == j).sum()) for j, c in enumerate(op.choices)},
+                     # on the oracle's chunks: best static plan's CPU time / the oracle's, and dynamic's
+                     "best_static": best, "best_static_over_oracle": float(sum(chunk[best][:k]) / oc.sum()),
+                     "best_static_over_dynamic": float(sum(chunk[best][:k]) / sum(chunk["dynamic"][:k])),
+                     "paired_best_static_over_oracle": float(np.median(np.array(chunk[best][:k]) / oc))}
+            results.append(Result("oracle", float(oc.sum()), k * batch, extra=extra))
+            console.log(f"{preset} {cfg['key']}={label} oracle (per-tuple choices, {k} chunks): "
+                        f"{extra['cpu_rate_per_s']:,.0f} per CPU second; best static ({best}) / oracle "
+                        f"{extra['best_static_over_oracle']:.3f}, best static / dynamic on these chunks "
+                        f"{extra['best_static_over_dynamic']:.3f}; {extra['breakdown']}")
         op.force = None
         s = slice(0, n_opt)
         us = per_tuple_us(op, key[s], x[s], t[s])
@@ -381,7 +464,7 @@ def plot(doc: dict, path: Path) -> Path:
     xval = {"size": lambda p: p["size"], "key_spread": lambda p: p["join_rate"],
             "a_sigma": lambda p: p["selection_rate"]}[key]
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.4), dpi=80)
-    algos = [a for a in dict.fromkeys(r["algo"] for r in res) if a != "optimum"]
+    algos = [a for a in dict.fromkeys(r["algo"] for r in res) if a not in ("optimum", "oracle")]
     for i, a in enumerate(algos):
         pts = sorted((xval(r["extra"]["point"]), r["extra"]["rate_per_s"]) for r in res if r["algo"] == a)
         axes[0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=f"C{i}", label=a)

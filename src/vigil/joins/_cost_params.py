@@ -3,18 +3,14 @@ arriving tuple.
 Written by ``vigil.bench.joins_dynamic.ship(FILE)`` from the JSON of ``vigil bench joins --fit``; see docs/experiments/joins.md for
 the run that produced them (machine, grid, confidence intervals).
 
-Shipped from: fit_batch2.json (config {'scale': 0.1, 'sizes': [1000, 10000, 30000, 50000], 'batch': 1000, 'seed': 0,
-'distributions': 9, 'hot_fracs': [None, 0.7]}): the select models, fitted on batch times (run_batch_fit) on
-Table I's query set and fig9's clustered one, by costs.fit_bounded (relative error, every term floored at 2%
-of a median batch's cost: none is fitted to 0). Window and band models: unchanged, from fit2.json's window/band
-rows (the per-tuple fit)."""
+Shipped from: fit_batch3.json (config {'scale': 0.1, 'sizes': [1000, 10000, 30000, 50000], 'batch': 1000, 'seed': 0, 'distributions': 9, 'sets': [[None, 1000000.0], [0.7, 10000.0], [0.7, 1000000.0]], 'floor': 0.005})."""
 
 PARAMS = {
     'select': {
-        'join_first': {'alpha_J': 0.0159667, 'delta_J': 1.88102e-05, 'gamma_J': 0.00332285, 'eta_J': 0.000163556},
-        'select_first': {'alpha_S': 0.0144138, 'beta_S': 0.0372285, 'gamma_S': 0.002483},
-        'vanilla': {'alpha_V': 0.0363519, 'gamma_V': 1.79161e-05, 'eta_V': 0.00670357, 'beta_V': 0.000106815},
-        'hotspot': {'alpha_H': 0.00620705, 'beta_H': 0.0527895, 'gamma_H': 0.00412823, 'delta_H': 0.000552306, 'eta_H': 5.94546e-05, 'zeta_H': 8.90465e-05},
+        'join_first': {'alpha_J': 0.00618352, 'delta_J': 0.000579619, 'gamma_J': 0.0126894, 'eta_J': 6.94842e-05, 'kappa_J': 0.0113142},
+        'select_first': {'alpha_S': 0.00388509, 'beta_S': 0.0106975, 'gamma_S': 0.00391174},
+        'vanilla': {'alpha_V': 0.00960796, 'gamma_V': 5.04652e-06, 'eta_V': 0.00802843, 'beta_V': 0.000452139},
+        'hotspot': {'alpha_H': 0.00194116, 'beta_H': 0.0145922, 'gamma_H': 0.000402907, 'delta_H': 0.00274698, 'eta_H': 0.000913782, 'zeta_H': 1.35783e-05, 'theta_H': 0.0172399},
     },
     'window': {
         'join_first': {'alpha_J': 0.0240832, 'delta_J': 0.000218209},

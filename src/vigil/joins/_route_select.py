@@ -3,7 +3,8 @@
 The four select-join cost formulas of :mod:`vigil.joins.costs` (C_J, C_S, C_V, C_H, with the
 fitted parameters) are evaluated per arriving tuple on the histogram estimates of m', n' and
 n'' (:mod:`vigil.joins.histograms`). Everything that does not depend on the tuple (|Q|, |Q^S|,
-sum_i sqrt|Q_i^H|, their logarithms, the parameters, the histograms' spans) is computed once per
+sum_i sqrt|Q_i^H|, their logarithms, the coverage terms cov and pbar, the parameters, the
+histograms' spans) is computed once per
 query-set / parameter change into ``sv`` (:func:`state`), so a call costs one dispatch plus
 O(1) arithmetic per tuple: the histogram bucket of the key and of the tuple's range value, four
 linear formulas and an argmin. No numpy temporaries per call.
@@ -53,15 +54,16 @@ KLO, KW, E0, W, NL, NR, SE0, SW, SNL, SNR = range(10)
 Q, LQ, LQS, SQ, SSH, MABS, MREL, SPLIT, ALPHA, INC = range(10, 20)
 EMA = 20  # 4 slots: exponential average of each plan's estimated cost
 CAL = 24  # 4 slots: calibration factor of each plan
-P = 28  # the 17 select parameters, in vigil.joins.costs.MODELS order
-NK, NH, NS = 45, 46, 47  # bucket counts of the key, n' and n'' histograms
-DEC = 48  # 4 slots: tuples routed to each plan (the operator's ``decisions``)
-OBS = 52  # tuples seen by the averages (0: not started)
-XEV, XMIN, XCNT, XRR = 53, 54, 55, 56  # exploration: every XEV-th batch of >= XMIN tuples; counters
-SAVE, QUIET = 57, 58  # one-tuple path: average estimated saving of routing (us); below QUIET: quiet
-SQS = 59  # sqrt|Q^S|
-QB, QBC = 60, 61  # batches: quiet (the last full pass kept every tuple on the incumbent); batch count
-KC = 62  # then the key counts, the n' buckets, the n'' buckets
+P = 28  # the 19 select parameters, in vigil.joins.costs.MODELS order
+NK, NH, NS = 47, 48, 49  # bucket counts of the key, n' and n'' histograms
+DEC = 50  # 4 slots: tuples routed to each plan (the operator's ``decisions``)
+OBS = 54  # tuples seen by the averages (0: not started)
+XEV, XMIN, XCNT, XRR = 55, 56, 57, 58  # exploration: every XEV-th batch of >= XMIN tuples; counters
+SAVE, QUIET = 59, 60  # one-tuple path: average estimated saving of routing (us); below QUIET: quiet
+SQS = 61  # sqrt|Q^S|
+QB, QBC = 62, 63  # batches: quiet (the last full pass kept every tuple on the incumbent); batch count
+COVSQ, PBAR = 64, 65  # cov sqrt|Q| and pbar (vigil.joins.costs: the coverage of the other side's ranges)
+KC = 66  # then the key counts, the n' buckets, the n'' buckets
 SAMPLE = 16  # quiet batches: every SAMPLE-th tuple is estimated ...
 FULL_EVERY = 8  # ... and every FULL_EVERY-th batch is estimated in full
 PLANS = 4
@@ -71,7 +73,8 @@ XRATIO = 4.0  # exploration tries plans estimated at most this many times the in
 
 def state(kh, nh, sh, Qn: float, QS: float, sum_sqrt_hot: float, params: np.ndarray, margin_abs: float,
           margin_rel: float, split_us: float, alpha: float, old: np.ndarray | None = None,
-          explore_every: int = 0, explore_min: int = 256, quiet_us: float = 0.0) -> np.ndarray:
+          explore_every: int = 0, explore_min: int = 256, quiet_us: float = 0.0, cov: float = 1.0,
+          pbar: float = 1.0) -> np.ndarray:
     """The state vector for the current histograms / queries / parameters (``old``: carry the
     incumbent, its averages and the calibration factors over). The key histogram's counts then
     live inside it (``kh.counts`` becomes a view), so absorbing stored keys updates it in place;
@@ -82,6 +85,7 @@ def state(kh, nh, sh, Qn: float, QS: float, sum_sqrt_hot: float, params: np.ndar
     sv[E0:SNR + 1] = nh.e0, nh.w, nh.n_left, nh.n_right, sh.e0, sh.w, sh.n_left, sh.n_right
     sv[Q], sv[LQ], sv[LQS], sv[SQ], sv[SSH] = Qn, np.log2(2.0 + Qn), np.log2(2.0 + QS), np.sqrt(Qn), sum_sqrt_hot
     sv[SQS] = np.sqrt(QS)
+    sv[COVSQ], sv[PBAR] = cov * np.sqrt(Qn), pbar
     sv[MABS], sv[MREL], sv[SPLIT], sv[ALPHA] = margin_abs, margin_rel, split_us, alpha
     sv[P:NK] = params
     sv[NK], sv[NH], sv[NS] = nk, nn, ns
@@ -124,11 +128,13 @@ def _costs(b, a, ls, sv):
     n2 = _range(a, sv[SE0], sv[SW], sv, KC + nk + nn, ns, sv[SNL], sv[SNR])
     an = min(1.0, mp)
     q = sv[Q]
-    cj = sv[P] * ls + sv[P + 1] * mp * sv[SQ] + sv[P + 2] * mp + sv[P + 3] * n1 * lmp
-    cs = sv[P + 4] * ls + sv[P + 5] * sv[LQ] * an + sv[P + 6] * n1 * lmp
-    cv = sv[P + 7] * ls + sv[P + 8] * q * lmp + sv[P + 9] * n1 * lmp + sv[P + 10] * q * an
-    ch = (sv[P + 11] * ls + sv[P + 12] * sv[LQS] * an + sv[P + 13] * n2 * lmp + sv[P + 14] * sv[SSH] * an
-          + sv[P + 15] * max(n1 - n2, 0.0) * lmp + sv[P + 16] * mp * sv[SQS])
+    nhot = max(n1 - n2, 0.0)
+    cj = (sv[P] * ls + sv[P + 1] * mp * sv[COVSQ] + sv[P + 2] * mp + sv[P + 3] * n1 * lmp
+          + sv[P + 4] * mp * n1 * sv[PBAR])
+    cs = sv[P + 5] * ls + sv[P + 6] * sv[LQ] * an + sv[P + 7] * n1 * lmp
+    cv = sv[P + 8] * ls + sv[P + 9] * q * lmp + sv[P + 10] * n1 * lmp + sv[P + 11] * q * an
+    ch = (sv[P + 12] * ls + sv[P + 13] * sv[LQS] * an + sv[P + 14] * n2 * lmp + sv[P + 15] * sv[SSH] * an
+          + sv[P + 16] * nhot * lmp + sv[P + 17] * mp * sv[SQS] + sv[P + 18] * nhot * min(1.0, mp * sv[PBAR]))
     return cj * sv[CAL], cs * sv[CAL + 1], cv * sv[CAL + 2], ch * sv[CAL + 3]
 
 

@@ -6,11 +6,13 @@ other side, |Q| the alive queries, m' the partners (S.B = r.B), n' / n'' the (sc
 whose arriving-side range holds the tuple, Q_i^H the hotspots, Q^S the scattered queries:
 
 select joins (§4.1, the paper's four formulas; R-tree lookups priced sqrt(n); [terms] ours):
-  C_J = alpha_J log|S| + delta_J m' sqrt|Q| [+ gamma_J m' + eta_J n' log m']       (SJ-JoinFirst)
+  C_J = alpha_J log|S| + delta_J m' [cov] sqrt|Q| [+ gamma_J m' + eta_J n' log m' + kappa_J m' n' pbar]
+                                                                                   (SJ-JoinFirst)
   C_S = alpha_S log|S| + beta_S log|Q| + gamma_S n' log m'                         (SJ-SelectFirst)
   C_V = alpha_V log|S| + gamma_V |Q| log m' [+ eta_V n' log m' + beta_V |Q|]      (SJ-Vanilla)
   C_H = alpha_H log|S| + beta_H log|Q^S| + gamma_H n'' log m' + delta_H sum_i sqrt|Q_i^H|
-        [+ eta_H (n' - n'') log m' + zeta_H m' sqrt|Q^S|]                          (SJ-Hotspot)
+        [+ eta_H (n' - n'') log m' + zeta_H m' sqrt|Q^S| + theta_H (n' - n'') min(1, m' pbar)]
+                                                                                   (SJ-Hotspot)
   Every term but alpha's is multiplied by [m' > 0] (min(1, m') on estimates): each plan
   stops after the key lookup when the tuple has no partner.
 window joins (§4.2, Theorem 4; m_b partners inside w_max, m̄_b their skyline points):
@@ -39,6 +41,18 @@ plan; m' sqrt|Q^S| fits the 1k-50k query rows better, R^2 0.51 -> 0.57). Measure
 (docs/experiments/joins.md): these terms cut the time of the chosen plans from 0.90x to 0.86x of
 the best static plan (in sample; R^2 of SJ-Vanilla 0.49 -> 0.92, SJ-Hotspot 0.53 -> 0.60).
 
+Coverage (ours; cov and pbar are per query set and stored side, computed by the router when the
+queries change or the stored side doubles, on a sample of <= 4,096 stored values): cov, the
+share of the stored side's range values (S.C) inside the union of the queries' ranges on that
+side (rangeC), and pbar, the mean over the queries of the share of stored values inside its
+range (the mean depth of a stored value over |Q|). A partner outside every rangeC costs
+SJ-JoinFirst one test at its R-tree's root, so only m' cov partners descend (the paper's
+sqrt|Q| per partner assumes they all do: on fig9's query set, whose rangeC's cover ~1% of S.C's
+domain, that priced SJ-JoinFirst ~100x too high, and a fit over both query sets could not rank
+the plans of either); each (query, partner) hit, m' n' pbar expected when R.A and S.C are
+independent, is one more leaf entry SJ-JoinFirst enumerates; a hot query holding the arriving
+value costs SJ-SSI's walk only when some partner falls in its rangeC, min(1, m' pbar).
+
 Logarithms are log2(2 + v) (log m' is log2(1 + m'), zero when no partner). Costs are in
 microseconds. Parameters: ``MODELS[kind][strategy]`` lists (parameter, feature); the fitted
 values ship in :mod:`vigil.joins._cost_params` (``vigil bench joins --fit``); a run loads
@@ -56,11 +70,13 @@ import numpy as np
 
 MODELS: dict[str, dict[str, list[tuple[str, str]]]] = {
     "select": {
-        "join_first": [("alpha_J", "log_s"), ("delta_J", "mp_sqrt_q"), ("gamma_J", "mp"), ("eta_J", "np_log_mp")],
+        "join_first": [("alpha_J", "log_s"), ("delta_J", "mp_cov_sqrt_q"), ("gamma_J", "mp"), ("eta_J", "np_log_mp"),
+                       ("kappa_J", "mp_np_pbar")],
         "select_first": [("alpha_S", "log_s"), ("beta_S", "log_q_any"), ("gamma_S", "np_log_mp")],
         "vanilla": [("alpha_V", "log_s"), ("gamma_V", "q_log_mp"), ("eta_V", "np_log_mp"), ("beta_V", "q_any")],
         "hotspot": [("alpha_H", "log_s"), ("beta_H", "log_qs_any"), ("gamma_H", "npp_log_mp"),
-                    ("delta_H", "sum_sqrt_hot_any"), ("eta_H", "nhot_log_mp"), ("zeta_H", "mp_sqrt_qs")],
+                    ("delta_H", "sum_sqrt_hot_any"), ("eta_H", "nhot_log_mp"), ("zeta_H", "mp_sqrt_qs"),
+                    ("theta_H", "nhot_hit")],
     },
     "window": {
         "join_first": [("alpha_J", "log_s"), ("delta_J", "mb_sqrt_q")],
@@ -102,6 +118,10 @@ def features(kind: str, st: dict) -> dict[str, np.ndarray | float]:
                  log_qs_any=f["log_qs"] * any_, sum_sqrt_hot_any=np.asarray(st["sum_sqrt_hot"], np.float64) * any_,
                  nhot_log_mp=np.maximum(np.asarray(st["np"]) - np.asarray(st["npp"]), 0.0) * lmp,
                  mp_sqrt_qs=mp * np.sqrt(np.asarray(st["QS"], np.float64)))
+        cov = np.asarray(st.get("cov", 1.0), np.float64)
+        pbar = np.asarray(st.get("pbar", 1.0), np.float64)
+        f.update(mp_cov_sqrt_q=f["mp_sqrt_q"] * cov, mp_np_pbar=mp * np.asarray(st["np"], np.float64) * pbar,
+                 nhot_hit=np.maximum(np.asarray(st["np"]) - np.asarray(st["npp"]), 0.0) * np.minimum(1.0, mp * pbar))
     else:
         f.update(mb=np.asarray(st["mb"], np.float64), mb_sqrt_q=np.asarray(st["mb"]) * np.sqrt(Q),
                  mbar_sqrt_q=np.asarray(st["mbar"]) * np.sqrt(Q),
@@ -174,7 +194,7 @@ def nnls(A: np.ndarray, b: np.ndarray, iters: int = 200) -> np.ndarray:
     return x
 
 
-FLOOR = 0.02  # each term explains at least this share of a median row's cost (fit_bounded)
+FLOOR = 0.005  # each term explains at least this share of a median row's cost (fit_bounded)
 
 
 def fit_bounded(X: np.ndarray, y: np.ndarray, floor: float = FLOOR) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +218,24 @@ def fit_bounded(X: np.ndarray, y: np.ndarray, floor: float = FLOOR) -> tuple[np.
     return theta, lower
 
 
+COV_SAMPLE = 4096  # stored values sampled for the coverage statistics (costs: cov, pbar)
+
+
+def coverage(vals: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[float, float]:
+    """(cov, pbar) of vigil.joins.costs: the share of the values ``vals`` inside the union of the
+    ranges [lo, hi], and the mean over the ranges of the share of values inside each (the mean
+    number of ranges holding a value, over their count). No values or no ranges: (1, 1), the
+    paper's model (every partner probes the query index). O((v + n) log n)."""
+    if len(vals) == 0 or len(lo) == 0:
+        return 1.0, 1.0
+    o = np.argsort(lo, kind="stable")
+    slo, shi = lo[o], np.maximum.accumulate(hi[o])  # a value v is covered iff max hi of ranges with lo <= v >= v
+    j = np.searchsorted(slo, vals, "right") - 1
+    cov = float(np.mean((j >= 0) & (shi[np.maximum(j, 0)] >= vals)))
+    depth = np.searchsorted(slo, vals, "right") - np.searchsorted(np.sort(hi), vals, "left")
+    return cov, float(np.mean(depth)) / len(lo)
+
+
 def load_params(path: str | Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """kind -> strategy -> parameter -> value: the file ``path`` (or $VIGIL_JOIN_COSTS), else the
     shipped fit; a file lacking a kind or strategy falls back to the shipped values for it."""
@@ -209,5 +247,7 @@ def load_params(path: str | Path | None = None) -> dict[str, dict[str, dict[str,
         doc = json.loads(Path(path).read_text())
         for kind, strat in doc.get("params", doc).items():
             for s, p in strat.items():
-                out.setdefault(kind, {})[s] = {k: float(v["value"] if isinstance(v, dict) else v) for k, v in p.items()}
+                # merged over the shipped values: a file fitted before a term existed keeps it
+                out.setdefault(kind, {}).setdefault(s, {}).update(
+                    {k: float(v["value"] if isinstance(v, dict) else v) for k, v in p.items()})
     return out

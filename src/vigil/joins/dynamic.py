@@ -48,7 +48,7 @@ from . import _route_window as rw
 from . import band, select, window
 from ._base import SIDES, JoinBase
 from ._route_window import window_partners as _window_partners
-from .costs import MODELS, costs, features, load_params
+from .costs import COV_SAMPLE, MODELS, costs, coverage, features, load_params
 from .histograms import IntervalHistogram, KeyHistogram
 from .select import COLS
 
@@ -77,6 +77,9 @@ class Dynamic(JoinBase):
     name = "dynamic"
     plans: ClassVar[dict[str, dict[str, type]]] = PLANS  # the join types served
     force: ClassVar[str | None] = None  # tests, bench: every tuple to this plan, no routing
+    # bench (select joins, batches): the plan of each next arriving tuple, consumed as they arrive
+    # (the per-tuple oracle of vigil.bench.joins_dynamic), no routing
+    oracle_choice: np.ndarray | None = None
     cost_file: ClassVar[str | None] = None
     # select router's choice rule (vigil.joins._route_select; chosen by measurement, see
     # docs/experiments/joins.md): margins (us, fraction of the incumbent's estimate), the fixed
@@ -218,11 +221,26 @@ class Dynamic(JoinBase):
             sizes = np.array([len(m) for m in tr.hot.values()], np.float64)
             sc[s] = {"QS": len(tr.scattered), "sum_sqrt_hot": float(np.sqrt(sizes).sum()), "hot": len(sizes),
                      "QH": float(sizes.sum())}
+            if self.kind == "select":
+                self._coverage(s, rows, sc[s])
             if self.kind == "window":
                 sc[s]["tau"] = self.route["ssi"].part[s].size()
         sc["wmax"] = float(rows[:, 4].max()) if len(rows) else 0.0
         self._scal = sc
         self._sv_old, self._sv, self._fast, self._quiet = {**self._sv_old, **self._sv}, {}, {}, {}
+
+    def _coverage(self, side: str, rows: np.ndarray, sc: dict) -> None:
+        """Select joins: cov and pbar (vigil.joins.costs) of the queries' ranges on the stored
+        side of tuples arriving on ``side``, over a strided sample of <= COV_SAMPLE stored values;
+        ``cov_n``: the stored count they were computed at (the router recomputes them when it
+        doubles)."""
+        parts = self.sides[_other(side)].parts()
+        n = sum(len(p.kx) for p in parts)
+        step = max(1, n // COV_SAMPLE)
+        vals = np.concatenate([p.kx[::step] for p in parts]) if n else np.empty(0)
+        lo, hi = COLS[side][:2]
+        sc["cov"], sc["pbar"] = coverage(vals, rows[:, lo], rows[:, hi])
+        sc["cov_n"] = n
 
     # ------------------------------------------------------------------ statistics
 
@@ -236,6 +254,8 @@ class Dynamic(JoinBase):
             return st
         sc = self._scal[side]
         st.update(QS=sc["QS"], sum_sqrt_hot=sc["sum_sqrt_hot"], QH=sc["QH"])
+        if self.kind == "select":
+            st.update(cov=sc["cov"], pbar=sc["pbar"])
         if exact:
             st.update(self._exact(side, key, x, t))
         else:
@@ -364,14 +384,18 @@ class Dynamic(JoinBase):
         if len(keys) > kh.seen:
             kh.sync(keys)
         sv = self._sv.get(side)
-        if sv is None or sv[rs.KLO] != kh.lo or sv[rs.KW] != (0.0 if kh.empty else kh.w):
-            sc = self._scal[side]
+        sc = self._scal[side]
+        redo = len(keys) >= max(2 * sc["cov_n"], 64)  # the stored side doubled: coverage again
+        if redo:
+            self._coverage(side, self.query_arrays()[1], sc)
+        if redo or sv is None or sv[rs.KLO] != kh.lo or sv[rs.KW] != (0.0 if kh.empty else kh.w):
             pv = np.array([self.params[c][p] for c, terms in MODELS["select"].items() for p, _ in terms])
             old = sv if sv is not None else self._sv_old.get(side)
             sv = self._sv[side] = rs.state(kh, self.nhist[side], self.shist[side], float(self._scal["Q"]),
                                            float(sc["QS"]), sc["sum_sqrt_hot"], pv, self.margin_abs,
                                            self.margin_rel, self.split_us, self.alpha, old,
-                                           self.explore_every, self.explore_min, self.quiet_us)
+                                           self.explore_every, self.explore_min, self.quiet_us, sc["cov"],
+                                           sc["pbar"])
         self._fast[side] = (kh, self.sides[o].keys, sv, float(len(keys)))
         return sv
 
@@ -492,7 +516,12 @@ class Dynamic(JoinBase):
             if len(self._out) < len(key):
                 self._out = np.empty(2 * len(key), np.int64)
             ch = self._out[: len(key)]
-            first = self._route_select(side, key, x, ch)
+            if self.oracle_choice is not None:  # given plans (benchmarks: per-tuple oracle), no routing
+                ch[:] = self.oracle_choice[: len(key)]
+                self.oracle_choice = self.oracle_choice[len(key):]
+                first = int(ch[0]) if (ch == ch[0]).all() else -1
+            else:
+                first = self._route_select(side, key, x, ch)
         elif self.kind == "window":
             ch = np.empty(len(key), np.int64)
             first = self._route_window(side, key, x, t, ch)

@@ -72,18 +72,24 @@ def select_workload(n_queries=100_000, n_tuples=100_000, n_arrivals=10_000, b_do
             "rows": rows, "w": w}
 
 
-def cluster_rangec(w: dict, hot_frac: float, seed: int) -> dict:
+def cluster_rangec(w: dict, hot_frac: float, seed: int, c_domain: float = 10_000.0) -> dict:
     """Fig. 9's query set (in place on a select workload ``w``): a fraction ``hot_frac`` of the
-    rangeC's drawn around 20 hot centres in [0, 5,000] (lengths ~ Normal(200, 20^2)), the rest
-    short ranges (~ Normal(2, 0.5^2)) scattered over the disjoint [5,000, 10,000]."""
+    rangeC's drawn around 20 hot centres in [0, c_domain / 2] (spread c_domain / 500, lengths ~
+    Normal(c_domain / 50, (c_domain / 500)^2)), the rest short ranges (~ Normal(c_domain / 5,000,
+    (c_domain / 20,000)^2)) scattered over the disjoint [c_domain / 2, c_domain]. c_domain =
+    10^4 (the default, ``bench joins --preset fig9``): the positions of Table I's rangeC row read
+    literally, so the rangeC's cover ~1% of S.C's domain [0, 10^6]; c_domain = 10^6: the same
+    query set (the same stabbing groups) spread over S.C's domain, as the default select
+    workload spreads its rangeC's (``select_workload``'s c_domain)."""
     rng = np.random.default_rng(seed + 1)
     n = len(w["rows"])
+    f = c_domain / 10_000
     hot = rng.random(n) < hot_frac
     centres = rng.uniform(0, 5_000, 20)
     mid = np.where(hot, centres[rng.integers(0, 20, n)] + rng.normal(0, 20, n), rng.uniform(5_000, 10_000, n))
     ln = np.where(hot, np.abs(rng.normal(200, 20, n)), np.abs(rng.normal(2, 0.5, n)))
-    w["rows"][:, 2] = (mid - ln / 2).round()
-    w["rows"][:, 3] = (mid + ln / 2).round()
+    w["rows"][:, 2] = (f * (mid - ln / 2)).round()
+    w["rows"][:, 3] = (f * (mid + ln / 2)).round()
     return w
 
 
