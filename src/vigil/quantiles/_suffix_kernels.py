@@ -232,7 +232,12 @@ def build_levels(meta, pv, pa, pb, sm, nodes, delta, lev):
 @numba.njit(**_NI)
 def _parts(meta, nodes, k, out):
     """The nodes covering segments [k, K) (summary ids) in out; returns their number."""
-    kk = meta[M_K]
+    return _range_parts(nodes, k, meta[M_K], out)
+
+
+@numba.njit(**_NI)
+def _range_parts(nodes, k, kk, out):
+    """The nodes covering segments [k, kk) (kk <= K: every aligned node inside is built)."""
     i = k
     p = 0
     while i < kk:
@@ -334,8 +339,8 @@ def _arr(meta, pv, sm, parts, np_, osv, ob, which):
 
 @numba.njit(**_NJ)
 def best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand):
-    """(value, worst distance) of the best candidate for target t; NaN if no element (L, R,
-    RI: scratch of 2 * MAXL + 2 entries, cand: of 64)."""
+    """(value, worst distance, ub, lb) of the best candidate for target t, ub/lb its counts
+    (:func:`_counts`); NaN if no element (L, R, RI: scratch of 2 * MAXL + 2 entries, cand: of 64)."""
     big = -1
     bl = 0
     for w in range(np_ + 2):
@@ -343,7 +348,7 @@ def best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand)
         if hi - lo > bl:
             big, bl = w, hi - lo
     if big < 0:
-        return np.nan, np.inf
+        return np.nan, np.inf, 0, 0
     a, lo, hi = _arr(meta, pv, sm, parts, np_, osv, ob, big)
     l0, h0 = lo, hi
     # every part's search range [L, R) narrows with the bracket: a probe y bounds the indices of
@@ -376,6 +381,8 @@ def best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand)
             cand[nc] = b[i]
             nc += 1
         L[w] = _left(b, l1, L[w], ylo)  # (the candidates' indices: from the first value >= ylo)
+    bu = 0
+    bl_ = 0
     if nc >= 0:
         cand[:nc].sort()
         bv = np.nan
@@ -393,25 +400,27 @@ def best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand)
                 ub, lb = _counts_rng(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, cand[i], L, R, RI)
                 d = _dist(ub, lb, t)
                 if d < bd:
-                    bv, bd = cand[i], d
-        return bv, bd
+                    bv, bd, bu, bl_ = cand[i], d, ub, lb
+        return bv, bd, bu, bl_
     bv = np.nan
     bd = np.inf
     for w in range(np_ + 2):  # many values in the bracket: each part's own crossing
         b, l1, h1 = _arr(meta, pv, sm, parts, np_, osv, ob, w)
         lo2 = _left(b, l1, h1, ylo)
         hi2 = _right(b, lo2, h1, yhi)
-        v, d = _best_in(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, b, lo2, hi2)
+        v, d, u, l_ = _best_in(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, b, lo2, hi2)
         if d < bd:
-            bv, bd = v, d
-    return bv, bd
+            bv, bd, bu, bl_ = v, d, u, l_
+    return bv, bd, bu, bl_
 
 
 @numba.njit(**_NI)
 def _best_in(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, b, lo2, hi2):
-    """(value, distance) of the best of the sorted candidates b[lo2:hi2]."""
+    """(value, distance, ub, lb) of the best of the sorted candidates b[lo2:hi2]."""
     bv = np.nan
     bd = np.inf
+    bu = 0
+    bl_ = 0
     l2, h2 = lo2, hi2
     while lo2 < hi2:
         m = (lo2 + hi2) >> 1
@@ -425,8 +434,8 @@ def _best_in(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, b, lo2, hi2
             ub, lb = _counts(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, b[i])
             d = _dist(ub, lb, t)
             if d < bd:
-                bv, bd = b[i], d
-    return bv, bd
+                bv, bd, bu, bl_ = b[i], d, ub, lb
+    return bv, bd, bu, bl_
 
 
 @numba.njit(**_NI)
@@ -448,17 +457,48 @@ def lookup(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, phi, k, s0, out):
         out[q] = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, _target(phi[q], n), L, R, RI, cand)[0]
 
 
+@numba.njit(**_NJ)
+def lookup_kept(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, slots, out):
+    """Answer plain queries (their slots): a query's last answer (F_LAST) while it still meets
+    the contract's bound over its window (as a notify query keeps its value: a check of its
+    counts, through the closed-segment cache), else the best candidate, kept for the next lookup."""
+    parts = np.empty(2 * MAXL + 2, np.int64)
+    L, R, RI, cand = np.empty(2 * MAXL + 2, np.int64), np.empty(2 * MAXL + 2, np.int64), np.empty(2 * MAXL + 2, np.int64), np.empty(64)
+    sort_open(meta, ob)
+    for j in range(len(slots)):
+        s = slots[j]
+        n = meta[M_NE] - qi[Q_S0, s]
+        if n <= 0:
+            out[j] = np.nan
+            continue
+        phi = qf[F_PHI, s]
+        e = qf[F_E, s]
+        t = _target(phi, n)
+        last = qf[F_LAST, s]
+        if last == last:
+            ub, lb = _closed(meta, pv, pa, pb, sm, nodes, qf, qi, qc, s, parts, last)
+            ub, lb = _open_counts(meta, osv, osa, osb, ob, last, ub, lb)
+            if _life(ub, lb, t, e * n, phi, e) >= 0:
+                out[j] = last
+                continue
+        np_ = _parts(meta, nodes, qi[Q_K, s], parts)
+        bv = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand)[0]
+        qf[F_LAST, s] = bv
+        out[j] = bv
+
+
 @numba.njit(**_NI)
 def _closed(meta, pv, pa, pb, sm, nodes, qf, qi, qc, s, parts, y):
     """(ub, lb) of y over slot s's closed segments, through its cache (the counts of the
-    value F_CV up to segment C_K: a held value is re-checked at the cost of the segments closed
-    since, usually none)."""
+    value F_CV up to segment C_K: a held value is re-checked at the cost of the nodes covering
+    the segments closed since, usually none)."""
     kk = meta[M_K]
-    if qf[F_CV, s] == y and kk - qc[C_K, s] <= 4:
+    if qf[F_CV, s] == y:
         ub = qc[C_UB, s]
         lb = qc[C_LB, s]
-        for j in range(qc[C_K, s], kk):
-            u, l_ = _one(pv, pa, pb, sm, nodes[0, j], y)
+        np_ = _range_parts(nodes, qc[C_K, s], kk, parts)
+        for p in range(np_):
+            u, l_ = _one(pv, pa, pb, sm, parts[p], y)
             ub += u
             lb += l_
     else:
@@ -519,15 +559,13 @@ def _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, par
     # a new value: aim where both sides last equally long (the rank side that the elements can
     # push faster gets the larger slack), halfway, to leave room for the summaries' uncertainty
     shift = float(int(0.5 * top * (2.0 * phi - 1.0) / (1.0 - 2.0 * e))) if e < 0.5 else 0.0
-    bv, bd = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t + shift, L, R, RI, cand)
+    bv, bd, ub, lb = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t + shift, L, R, RI, cand)
     db = np.int64(-1)
     if bv == bv:
-        ub, lb = _counts(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, bv)
         db = _life(ub, lb, t, top, phi, e)
     if db < 0 and shift != 0.0:
-        bv, bd = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand)
+        bv, bd, ub, lb = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand)
         if bv == bv:
-            ub, lb = _counts(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, bv)
             db = _life(ub, lb, t, top, phi, e)
     if dh >= 0 and 2 * dh >= db:
         qi[Q_DEAD, s] = ne + dh

@@ -30,6 +30,7 @@ registration positions since the structure was last emptied (it is, when its las
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,31 @@ from . import _suffix_kernels as K
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
 BMAX = 256
 RATIO = 0.125  # delta = eps * RATIO (module doc)
+
+
+def push_updates(n: int, step: Callable[[int], int], owner: Any, m_nout: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Python side of a notify kernel's push, shared by the notify structures
+    (:class:`Suffix`; :class:`.sliding.Sliding` runs the same loop). ``step(p)`` runs the kernel
+    on the elements from p on, writing its updates (slot, offset, value) to ``owner.out`` from
+    index ``owner.meta[m_nout]`` (reset here), and returns the element it reached: it stops early
+    when the update buffers could overflow, and they grow here (room for one update per live
+    notify query, ``owner.nlive``, per element). Returns the updates (qids through
+    ``owner.slot_qid``, offsets, values) in (offset, qid) order."""
+    owner.meta[m_nout] = 0
+    p = 0
+    while p < n:
+        p = step(p)
+        k = int(owner.meta[m_nout])
+        if p < n and k + owner.nlive + 1 > len(owner.out[0]):
+            cap = 2 * (len(owner.out[0]) + owner.nlive + 1)
+            owner.out = tuple(np.concatenate([a[:k], np.empty(cap - k, a.dtype)]) for a in owner.out)
+    k = int(owner.meta[m_nout])
+    if not k:
+        return _EMPTY
+    q = owner.slot_qid[owner.out[0][:k]]
+    o, v = owner.out[1][:k].copy(), owner.out[2][:k].copy()
+    order = np.lexsort((q, o))
+    return q[order], o[order], v[order]
 
 
 class Suffix:
@@ -64,7 +90,10 @@ class Suffix:
         self.nslots = 0
         self.nlive = 0
         self.out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))
-        self.q: dict[int, tuple[float, float, int, int, int]] = {}  # qid -> (phi, e, K_q, N at registration, slot)
+        # qid -> (phi, e, K_q, N at registration, slot, notify): every query has a slot (a plain
+        # query's holds its last answer, :meth:`lookup`); -1 only in snapshots from before that
+        self.q: dict[int, tuple[float, float, int, int, int, bool]] = {}
+        self._table: tuple[np.ndarray, ...] | None = None  # lookup's query table (:meth:`lookup`)
 
     # ------------------------------------------------------------------ segments
     def _pool(self, need: int) -> None:
@@ -99,28 +128,29 @@ class Suffix:
     def register(self, qid: int, phi: float, e: float, notify: bool) -> None:
         """A query over the elements pushed from now on, served at precision e (>= eps)."""
         self._close()
-        slot = -1
+        slot = self.nslots
+        if slot >= self.qf.shape[1]:
+            cap = 2 * slot
+            self.qf = np.concatenate([self.qf, np.zeros((4, cap - slot))], axis=1)
+            self.qi = np.concatenate([self.qi, np.zeros((4, cap - slot), np.int64)], axis=1)
+            self.qc = np.concatenate([self.qc, np.zeros((3, cap - slot), np.int64)], axis=1)
+            self.heap = np.concatenate([self.heap, np.zeros(cap - slot, np.int64)])
+            self.slot_qid = np.concatenate([self.slot_qid, np.full(cap - slot, -1, np.int64)])
+        self.nslots += 1
+        ne = int(self.meta[K.M_NE])
+        self.qf[:, slot] = (float(phi), float(e), np.nan, np.nan)
+        self.qi[:, slot] = (int(self.meta[K.M_K]), ne, ne, 1 if notify else 0)
+        self.slot_qid[slot] = qid
         if notify:
-            slot = self.nslots
-            if slot >= self.qf.shape[1]:
-                cap = 2 * slot
-                self.qf = np.concatenate([self.qf, np.zeros((4, cap - slot))], axis=1)
-                self.qi = np.concatenate([self.qi, np.zeros((4, cap - slot), np.int64)], axis=1)
-                self.qc = np.concatenate([self.qc, np.zeros((3, cap - slot), np.int64)], axis=1)
-                self.heap = np.concatenate([self.heap, np.zeros(cap - slot, np.int64)])
-                self.slot_qid = np.concatenate([self.slot_qid, np.full(cap - slot, -1, np.int64)])
-            self.nslots += 1
             self.nlive += 1
-            ne = int(self.meta[K.M_NE])
-            self.qf[:, slot] = (float(phi), float(e), np.nan, np.nan)
-            self.qi[:, slot] = (int(self.meta[K.M_K]), ne, ne, 1)
-            self.slot_qid[slot] = qid
             self.meta[K.M_HS] = K.heap_push(self.heap, self.qi, int(self.meta[K.M_HS]), slot)
-        self.q[int(qid)] = (float(phi), float(e), int(self.meta[K.M_K]), int(self.meta[K.M_NE]), slot)
+        self.q[int(qid)] = (float(phi), float(e), int(self.meta[K.M_K]), ne, slot, bool(notify))
+        self._table = None
 
     def terminate(self, qid: int) -> None:
         e = self.q.pop(int(qid), None)
-        if e is not None and e[4] >= 0:
+        self._table = None
+        if e is not None and e[5]:
             self.qi[K.Q_ON, e[4]] = 0
             self.nlive -= 1
         if not self.q:  # no query left: start afresh (frees the segments)
@@ -141,26 +171,15 @@ class Suffix:
     def push(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Insert x (checked float64, no NaN); returns the notify updates (qids, offsets, values)
         in (offset, qid) order."""
-        self.meta[K.M_NOUT] = 0
-        p = 0
-        while p < len(x):
-            if 2 * (int(self.meta[K.M_OSN]) + BMAX + 2) > self.oscap:  # (it stays near 1/delta values)
-                self._grow_open()
-            oslot, ooff, oval = self.out
-            p = int(K.push(x, p, self.meta, self.pv, self.pa, self.pb, self.sm, self.nodes, self.osv, self.osa,
-                           self.osb, self.ob, self.tv, self.ta, self.tb, self.delta, self.qf, self.qi, self.qc, self.heap,
-                           self.nlive, oslot, ooff, oval))
-            if p < len(x) and int(self.meta[K.M_NOUT]) + self.nlive + 1 > len(oslot):
-                k = int(self.meta[K.M_NOUT])
-                cap = 2 * (len(oslot) + self.nlive + 1)
-                self.out = tuple(np.concatenate([a[:k], np.empty(cap - k, a.dtype)]) for a in self.out)
-        k = int(self.meta[K.M_NOUT])
-        if not k:
-            return _EMPTY
-        q = self.slot_qid[self.out[0][:k]]
-        o, v = self.out[1][:k].copy(), self.out[2][:k].copy()
-        order = np.lexsort((q, o))
-        return q[order], o[order], v[order]
+        return push_updates(len(x), lambda p: self._step(x, p), self, K.M_NOUT)
+
+    def _step(self, x: np.ndarray, p: int) -> int:
+        if 2 * (int(self.meta[K.M_OSN]) + BMAX + 2) > self.oscap:  # (it stays near 1/delta values)
+            self._grow_open()
+        oslot, ooff, oval = self.out
+        return int(K.push(x, p, self.meta, self.pv, self.pa, self.pb, self.sm, self.nodes, self.osv, self.osa,
+                          self.osb, self.ob, self.tv, self.ta, self.tb, self.delta, self.qf, self.qi, self.qc, self.heap,
+                          self.nlive, oslot, ooff, oval))
 
     def _grow_open(self) -> None:
         self.oscap *= 2
@@ -174,27 +193,38 @@ class Suffix:
 
     def lookup(self, qids: np.ndarray) -> np.ndarray:
         qids = np.asarray(qids, np.int64)
+        if self._table is None:  # qid -> (phi, K_q, N at registration, slot, notify), by qid
+            ks = np.array(sorted(self.q), np.int64)
+            rows = np.array([self.q[k] for k in ks.tolist()], np.float64).reshape(len(ks), 6)
+            self._table = (ks, rows[:, 0].copy(), rows[:, 2].astype(np.int64), rows[:, 3].astype(np.int64),
+                           rows[:, 4].astype(np.int64), rows[:, 5] != 0)
+        ks, tphi, tk, ts0, tslot, tnotify = self._table
+        pos = np.minimum(np.searchsorted(ks, qids), max(len(ks) - 1, 0))
+        if len(qids) and (not len(ks) or (ks[pos] != qids).any()):
+            raise KeyError(int(qids[np.flatnonzero(~np.isin(qids, ks))[0]]))
         out = np.full(len(qids), np.nan)
-        ask = []
-        for i, q in enumerate(qids.tolist()):
-            phi, e, kq, s0, slot = self.q[q]
-            if slot >= 0:
-                out[i] = self.qf[K.F_LAST, slot]
-            else:
-                ask.append(i)
-        if ask:
-            ent = [self.q[int(qids[i])] for i in ask]
+        slot = tslot[pos]
+        held = tnotify[pos]
+        out[held] = self.qf[K.F_LAST, slot[held]]
+        kept = np.flatnonzero(~held & (slot >= 0))  # a plain query: its last answer while still valid
+        if len(kept):
+            res = np.empty(len(kept))
+            K.lookup_kept(self.meta, self.pv, self.pa, self.pb, self.sm, self.nodes, self.osv, self.osa, self.osb,
+                          self.ob, self.qf, self.qi, self.qc, slot[kept], res)
+            out[kept] = res
+        ask = np.flatnonzero(~held & (slot < 0))  # (a query restored from an older snapshot)
+        if len(ask):
+            p = pos[ask]
             res = np.empty(len(ask))
             K.lookup(self.meta, self.pv, self.pa, self.pb, self.sm, self.nodes, self.osv, self.osa, self.osb, self.ob,
-                     np.array([t[0] for t in ent]), np.array([t[2] for t in ent], np.int64),
-                     np.array([t[3] for t in ent], np.int64), res)
+                     tphi[p], tk[p], ts0[p], res)
             out[ask] = res
         return out
 
     def summary(self, qid: int) -> np.ndarray:
         """The query's window as one summary: float64 (m, 3) rows (v, r-, r+) (r- a lower bound
         of #<=v, r+ - 1 an upper bound of #<v; the last row's r+ is the count)."""
-        _, _, kq, _, _ = self.q[int(qid)]
+        kq = self.q[int(qid)][2]
         parts = np.empty(2 * K.MAXL + 2, np.int64)
         npt = int(K._parts(self.meta, self.nodes, kq, parts))
         m = self.meta
@@ -227,7 +257,7 @@ class Suffix:
         s = {k: getattr(self, k).copy() for k in self._ARRAYS}
         s.update(eps=self.eps, oscap=self.oscap, pv=self.pv[:pt].copy(), pa=self.pa[:pt].copy(),
                  pb=self.pb[:pt].copy(), nslots=self.nslots, nlive=self.nlive,
-                 qids=np.array(qs, np.int64), q=np.array([self.q[q] for q in qs], np.float64).reshape(len(qs), 5))
+                 qids=np.array(qs, np.int64), q=np.array([self.q[q] for q in qs], np.float64).reshape(len(qs), 6))
         return s
 
     @classmethod
@@ -243,5 +273,6 @@ class Suffix:
         op.pv[:pt], op.pa[:pt], op.pb[:pt] = s["pv"], s["pa"], s["pb"]
         op.nslots, op.nlive = int(s["nslots"]), int(s["nlive"])
         for q, row in zip(s["qids"].tolist(), np.asarray(s["q"]).tolist(), strict=True):
-            op.q[q] = (float(row[0]), float(row[1]), int(row[2]), int(row[3]), int(row[4]))
+            notify = bool(row[5]) if len(row) > 5 else row[4] >= 0  # (5 columns: slots were notify queries')
+            op.q[q] = (float(row[0]), float(row[1]), int(row[2]), int(row[3]), int(row[4]), notify)
         return op
