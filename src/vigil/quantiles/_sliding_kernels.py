@@ -35,9 +35,10 @@ together and leave N unchanged; one alone moves N by 1 and the target by 0 or 1 
 e*N shrinks by at most e: a value at distance d0 <= e*N stays within e*N (the contract allows
 e*N + 1: the slack is kept for the rounding of tiny windows) for floor((e*N - d0) / (1 + e))
 more positions, and as long as its element is in the window
-(its seq, or its block's first seq, + W - 1). A binary heap on these deadlines re-evaluates only
-the queries due: first the held value (kept while it stays valid for at least a quarter of the
-longest lifetime e*N/(1+e), or half of the best candidate's), else the best candidate.
+(its seq, or its block's first seq, + W - 1). The evaluations at these deadlines (a heap of
+the queries whose window starts inside the summary's, one shared sweep for the others) and the
+push loop are in :mod:`._sliding_notify`; the heap functions here are shared with the suffix
+kernels.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ import numpy as np
 
 M_N, M_OC, M_OLO, M_OHI, M_BH, M_BT, M_MH, M_T, M_MTOT, M_UTOT, M_SH, M_ST, M_HS, M_NOUT, M_W, M_B = range(16)
 M_EVALS, M_NPUSHED, M_PC, M_FX, M_L0, M_SEARCHES, M_VER = range(16, 23)
-META_SIZE = 23
+M_FIRST, M_GDEAD, M_NMAT, M_SWEEPS = range(23, 27)  # notify sweeps (:mod:`._sliding_notify`)
+META_SIZE = 27
 B_LO, B_HI, B_CNT, B_OFF, B_LEN, B_UNC = range(6)
 I_W, I_B, I_LL, I_EL = range(4)
 Q_START, Q_VEXP, Q_DEAD, Q_ON, Q_HINT, Q_VER = range(6)  # hint: the held value's merged index at version
@@ -449,50 +451,6 @@ def lookup(meta, ob, obs, blk, sv, si, mv, mi, cv, phi, start, n, out):
                       _target(phi[k], nmax))[0]
 
 
-@numba.njit(**_NI)
-def _evaluate(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, s, n):
-    """Re-evaluate notify slot s at position n: sets its deadline; returns (changed, value)."""
-    meta[M_EVALS] += 1
-    w = meta[M_W]
-    lq = max(qi[Q_START, s] + 1, n - w + 1)
-    je, open_in, front_in, xmin, xmax, nmin, unc = window(meta, blk, lq)
-    nmax = nmin - xmin + xmax
-    last = qf[F_LAST, s]
-    if nmax == 0:
-        qi[Q_DEAD, s] = n
-        return last == last, np.nan
-    e = qf[F_E, s]
-    phi = qf[F_PHI, s]
-    tmin = _target(phi, nmin)
-    tmax = _target(phi, nmax)
-    top = e * nmin  # deadlines without the contract's +1 slack (tiny windows: exact answers preferred)
-    dh = np.int64(-1)  # deadlines in integers: seqs reach 2^63 - 1, beyond float64's exact range
-    if last == last and n <= qi[Q_VEXP, s]:
-        if qi[Q_VER, s] != meta[M_VER]:  # the merged array changed since: search again
-            qi[Q_HINT, s] = _mleft(mv, cv, meta[M_T], last)
-            qi[Q_VER, s] = meta[M_VER]
-        cl, ce = _counts(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, last, qi[Q_HINT, s])
-        d0 = _dist(cl, ce, unc, xmax, tmin, tmax)
-        if d0 <= top:
-            dh = min(np.int64(math.floor((top - d0) / (1.0 + e))), qi[Q_VEXP, s] - n)
-            if 4.0 * dh >= math.floor(e * nmin / (1.0 + e)):
-                qi[Q_DEAD, s] = n + dh
-                return False, last
-    meta[M_SEARCHES] += 1
-    bv, bd, bl = best(meta, ob, obs, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xmax, tmin, tmax)
-    if bv != bv:
-        qi[Q_DEAD, s] = n
-        return last == last, np.nan
-    db = max(np.int64(0), min(np.int64(max(-1.0, math.floor((top - bd) / (1.0 + e)))), (bl - n) + (w - 1)))
-    if dh >= 0 and 2.0 * dh >= db:
-        qi[Q_DEAD, s] = n + dh
-        return False, last
-    qi[Q_DEAD, s] = n + db
-    qi[Q_VEXP, s] = bl + min(w - 1, np.int64(9223372036854775807) - bl)
-    qi[Q_VER, s] = -1
-    return bv != last, bv
-
-
 @numba.njit(**_NJ)
 def heap_push(heap, qi, hs, s):
     return _heap_push_i(heap, qi, hs, s)
@@ -528,47 +486,3 @@ def _heap_pop(heap, qi, hs):
         heap[c], heap[i] = heap[i], heap[c]
         i = c
     return top, hs
-
-
-@numba.njit(**_NJ)
-def push(x, seqs, p0, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, nlive, oslot, ooff, oval):
-    """Insert x[p0:] (NaN: a position without element) and run the due notify queries; stops
-    early (returning the index reached) when the output buffers could overflow."""
-    w = meta[M_W]
-    bsz = meta[M_B]
-    for i in range(p0, len(x)):
-        if meta[M_NOUT] + nlive + 1 > len(oslot):
-            return i
-        n = seqs[i]
-        v = x[i]
-        if v == v:
-            if meta[M_OC] > 0 and n >= meta[M_OLO] + bsz:
-                close_open(meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps)
-            oc = meta[M_OC]
-            if oc == 0:
-                meta[M_OLO] = n
-            k = _right(ob[0], 0, oc, v)
-            for j in range(oc, k, -1):
-                ob[0, j] = ob[0, j - 1]
-                obs[0, j] = obs[0, j - 1]
-            ob[0, k] = v
-            obs[0, k] = n
-            meta[M_OC] = oc + 1
-            meta[M_OHI] = n
-        meta[M_N] = n
-        meta[M_NPUSHED] += 1
-        expire(meta, ob, obs, blk, sv, si, mv, mi, mv2, n - w + 1)
-        hs = meta[M_HS]
-        while hs > 0 and qi[Q_DEAD, heap[0]] < n:
-            s, hs = _heap_pop(heap, qi, hs)
-            if qi[Q_ON, s] == 0:
-                continue
-            changed, val = _evaluate(meta, ob, obs, blk, sv, si, mv, mi, mv2, qf, qi, s, n)
-            if changed:
-                k = meta[M_NOUT]
-                oslot[k], ooff[k], oval[k] = s, i, val
-                meta[M_NOUT] = k + 1
-                qf[F_LAST, s] = val
-            hs = _heap_push_i(heap, qi, hs, s)
-        meta[M_HS] = hs
-    return len(x)

@@ -42,6 +42,7 @@ import numpy as np
 from ..arrays import check_increasing
 from . import QuantileOperator, merge_summaries
 from . import _sliding_kernels as K
+from . import _sliding_notify as SN
 from . import _sliding_sweep as S
 
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
@@ -63,6 +64,7 @@ class Sliding(QuantileOperator):
         self.meta[K.M_W] = 0 if rows is None else int(rows)
         self.meta[K.M_B] = self.B
         self.meta[K.M_FX] = -1
+        self.meta[K.M_GDEAD] = SN.BIG
         cap = min(self.B + 1, 64)  # grows with the open block (a rows window may be 2^53 long)
         self.ob = np.empty((2, cap))
         self.obs = np.zeros((2, cap), np.int64)
@@ -73,6 +75,7 @@ class Sliding(QuantileOperator):
         self.qf = np.zeros((3, 16))
         self.qi = np.zeros((6, 16), np.int64)
         self.heap = np.zeros(16, np.int64)
+        self.mat = np.zeros(16, np.int64)  # the mature notify slots (:mod:`._sliding_notify`)
         self.slot_qid = np.full(16, -1, np.int64)
         self.nslots = 0
         self.nlive = 0
@@ -140,6 +143,7 @@ class Sliding(QuantileOperator):
                 self.qf = np.concatenate([self.qf, np.zeros((3, cap - slot))], axis=1)
                 self.qi = np.concatenate([self.qi, np.zeros((6, cap - slot), np.int64)], axis=1)
                 self.heap = np.concatenate([self.heap, np.zeros(cap - slot, np.int64)])
+                self.mat = np.concatenate([self.mat, np.zeros(cap - slot, np.int64)])
                 self.slot_qid = np.concatenate([self.slot_qid, np.full(cap - slot, -1, np.int64)])
             self.nslots += 1
             self.nlive += 1
@@ -223,6 +227,7 @@ class Sliding(QuantileOperator):
         numbering, :mod:`.keyed`)."""
         if not self.npushed:
             self.first_seq = int(seqs[0])
+            self.meta[K.M_FIRST] = self.first_seq
         if len(x) > self._budget:  # room for the blocks, samples and merged entries of the next elements
             self._budget = max(len(x), 128)
             self._room(self._budget)
@@ -231,8 +236,9 @@ class Sliding(QuantileOperator):
         p = 0
         while p < len(x):
             oslot, ooff, oval = self.out
-            p = int(K.push(x, seqs, p, self.meta, self.ob, self.obs, self.blk, self.sv, self.si, self.mv, self.mi, self.mv2,
-                           self.mi2, self.eps, self.qf, self.qi, self.heap, self.nlive, oslot, ooff, oval))
+            p = int(SN.push(x, seqs, p, self.meta, self.ob, self.obs, self.blk, self.sv, self.si, self.mv, self.mi,
+                            self.mv2, self.mi2, self.eps, self.qf, self.qi, self.heap, self.mat, self.nlive, oslot, ooff,
+                            oval))
             if p < len(x):
                 k = int(self.meta[K.M_NOUT])
                 cap = 2 * (len(oslot) + self.nlive + 1)
@@ -309,7 +315,7 @@ class Sliding(QuantileOperator):
             "eps": self.eps, "rows": self.rows, "meta": self.meta.copy(), "ob": self.ob.copy(), "obs": self.obs.copy(),
             "blk": self.blk[:, :bt].copy(), "sv": self.sv[:st].copy(), "si": self.si[:, :st].copy(),
             "mv": self.mv[:t].copy(), "mi": self.mi[:, :t].copy(),
-            "qf": self.qf.copy(), "qi": self.qi.copy(), "heap": self.heap.copy(), "slot_qid": self.slot_qid.copy(),
+            "qf": self.qf.copy(), "qi": self.qi.copy(), "heap": self.heap.copy(), "mat": self.mat.copy(), "slot_qid": self.slot_qid.copy(),
             "nslots": self.nslots, "nlive": self.nlive, "first_seq": self.first_seq,
             "qids": np.array(qs, np.int64), "phi": np.array([self.q[q][0] for q in qs]),
             "eps_q": np.array([self.q[q][1] for q in qs]), "start": np.array([self.q[q][2] for q in qs], np.int64),
@@ -324,7 +330,11 @@ class Sliding(QuantileOperator):
         op = cls(float(s["eps"]), s["rows"])
         for k in ("meta", "ob", "obs", "blk", "sv", "si", "mv", "mi", "qf", "qi", "heap", "slot_qid"):
             setattr(op, k, np.array(s[k]))
-        op.meta = np.concatenate([op.meta, np.zeros(K.META_SIZE - len(op.meta), np.int64)])  # newer counters
+        old = len(op.meta)
+        op.meta = np.concatenate([op.meta, np.zeros(K.META_SIZE - old, np.int64)])  # newer counters
+        op.mat = np.array(s["mat"]) if "mat" in s else np.zeros(len(op.heap), np.int64)
+        if old <= K.M_FIRST:  # a snapshot before the sweeps: its notify slots are all on the heap
+            op.meta[K.M_FIRST], op.meta[K.M_GDEAD], op.meta[K.M_NMAT] = int(s["first_seq"]), SN.BIG, 0
         op.qi = np.vstack([op.qi, np.full((6 - op.qi.shape[0], op.qi.shape[1]), -1, np.int64)])
         op.mv2, op.mi2 = np.empty(len(op.mv)), np.zeros((2, len(op.mv)), np.int64)
         K._ranks(op.mv, op.mi, int(op.meta[K.M_T]), op.mv2)
