@@ -62,6 +62,7 @@ def _spark_run(spark, tmp, rows_per_batch: int, queries: int, batches: int = 3) 
     return [m for m in sinks.read_metrics(cfg.out) if not m["final"]]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_sharded_driver_bytes_flat_under_10x_rows_and_queries(spark, tmp_path):
     """Rows stay in Spark (shard_route): the driver receives one record per file and the shards'

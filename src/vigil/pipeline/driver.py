@@ -54,6 +54,7 @@ import re
 import struct
 import threading
 import time
+import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -305,6 +306,23 @@ def _trigger(writer, trigger: str):
     raise ValueError(f"--trigger takes 'available-now' or an interval like '10 seconds', got {trigger!r}")
 
 
+def start_query(cfg: RunConfig, spark, df, columns: set[str] | None, reader=None, prepare=None):
+    """Start the streaming query of ``df`` (stream rows unioned with operation files) through the
+    processor of ``cfg.mode``: ``vigil run`` (file or Kafka sources) and ``vigil.spark.watch`` (any
+    streaming DataFrame) both run it. ``prepare(batch_df)``: applied to each micro-batch first.
+    Returns (query, processor)."""
+    if cfg.mode == "sharded":
+        from .sharded import ShardedProcessor
+
+        proc = ShardedProcessor(cfg, columns, spark)
+    else:
+        proc = DriverProcessor(cfg, columns, reader=reader)
+    fn = proc if prepare is None else (lambda bdf, k: proc(prepare(bdf), k))
+    writer = df.writeStream.foreachBatch(fn).option("checkpointLocation", str(Path(cfg.checkpoint) / "spark"))
+    writer = _trigger(writer, cfg.trigger)
+    return writer.queryName(f"vigil-{cfg.mode}-{uuid.uuid4().hex[:8]}").start(), proc
+
+
 def stream_columns(schema) -> set[str] | None:
     if schema is None:
         return None
@@ -358,21 +376,13 @@ def _run(cfg: RunConfig, spark=None) -> dict[str, Any]:
     ops_df = sources.operations(spark, cfg.queries, cfg.max_op_files_per_batch)
     df = sources.combined(rows_df, ops_df)
     columns = stream_columns(schema)
-    if cfg.mode == "sharded":
-        from .sharded import ShardedProcessor
-
-        proc = ShardedProcessor(cfg, columns, spark)
-    else:
-        reader = None
-        if cfg.fmt != "kafka":  # files can be read again: the engine may run a batch behind Spark
-            def reader(files: list[str]):
-                return sources.batch_of(spark, cfg.stream, cfg.queries, cfg.fmt, schema, files, cfg.options)
-        proc = DriverProcessor(cfg, columns, reader=reader)
+    reader = None
+    if cfg.fmt != "kafka":  # files can be read again: the engine may run a batch behind Spark
+        def reader(files: list[str]):
+            return sources.batch_of(spark, cfg.stream, cfg.queries, cfg.fmt, schema, files, cfg.options)
     t0 = time.perf_counter()
-    times["query_setup"] = t0 - t  # the sources' DataFrames (Spark analyses them), the processor
-    writer = df.writeStream.foreachBatch(proc).option("checkpointLocation", str(ckpt / "spark"))
-    writer = _trigger(writer, cfg.trigger)
-    query = writer.queryName(f"vigil-{cfg.mode}").start()
+    times["query_setup"] = t0 - t  # the sources' DataFrames (Spark analyses them)
+    query, proc = start_query(cfg, spark, df, columns, reader)
     try:
         if cfg.timeout:
             query.awaitTermination(cfg.timeout)

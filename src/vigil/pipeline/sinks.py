@@ -57,11 +57,13 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 def _replace_dir(target: Path, table: pa.Table) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f"_tmp-{target.name}-{uuid.uuid4().hex}"
+    # no "=" in a temporary name: Spark's file index lists "_x=y" directories as partitions
+    # (the events are read back as a stream by vigil.spark.watch)
+    tmp = target.parent / f"_tmp-{target.name.replace('=', '-')}-{uuid.uuid4().hex}"
     tmp.mkdir()
     pq.write_table(table, tmp / "part-0.parquet")
     if target.exists():
-        old = target.parent / f"_old-{target.name}-{uuid.uuid4().hex}"
+        old = target.parent / f"_old-{target.name.replace('=', '-')}-{uuid.uuid4().hex}"
         os.replace(target, old)
         os.replace(tmp, target)
         shutil.rmtree(old, ignore_errors=True)
