@@ -84,10 +84,11 @@ class Dynamic(JoinBase):
     # select router's choice rule (vigil.joins._route_select; chosen by measurement, see
     # docs/experiments/joins.md): margins (us, fraction of the incumbent's estimate), the fixed
     # cost of one more sub-batch (us), the per-tuple weight of the incumbent's average
-    # (with the bounded fit of _cost_params, fig9mix: 10 / 200 kept every tuple on JoinFirst,
-    # 1.05x / 1.14x the best static plan; 0.5 / 20: 1.14x / 1.24x, fig12 unchanged at 0.97-1.01x)
+    # (with the coverage fit of _cost_params, margin_rel 0 -> 0.5, probe time of 6 routed chunks
+    # at scale 0.1, 10k queries: fig12 0.87x -> 1.01x the best static plan (Hotspot: the models
+    # priced JoinFirst / SelectFirst ~2x low on its tail-key tuples), fig9mix 1.36x -> 1.27x)
     margin_abs: ClassVar[float] = 0.5
-    margin_rel: ClassVar[float] = 0.0
+    margin_rel: ClassVar[float] = 0.5
     split_us: ClassVar[float] = 20.0
     window_split_us: ClassVar[float] = 200.0  # the window router's split rule (_route_window), unchanged
     alpha: ClassVar[float] = 0.01
