@@ -21,10 +21,11 @@ in ``keys`` (one text per group_by column) and come, at one position, by query t
 lookup answers one ``answer`` per key whose window holds an element (by key text), or one answer
 with an empty key list when no key does (``group_by``), or one plain answer (``where`` alone).
 
-Cost per batch: one push per key present in the batch (a stable sort of the rows by key, each
-key's rows one contiguous slice), plus the operators' own costs; registration O(keys) slots; a
-lookup O(keys) operator lookups. A rows-window operator is called through :mod:`.keyed_fast`
-(its kernels without the argument checks the group makes redundant).
+Cost per batch: a stable sort of the rows by key (each key's rows one contiguous slice; key
+columns dictionary-encoded once per batch and column, shared by the groups), then one push per key
+present in the batch, plus the operators' own costs; registration O(keys) slots; a lookup O(keys)
+operator lookups. Rows-window operators are pushed and looked up for every key in one compiled
+call (:mod:`.keyed_sliding`); other operators with one call per key (:mod:`.keyed_fast`).
 """
 
 from __future__ import annotations
@@ -33,14 +34,51 @@ import math
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import Unsupported
 from ..group import Codes, Group, PerKey
 from . import keyed_fast as fast
 from .alerts import ALERT, CLEAR, Alerts, spec_alert
+from .keyed_sliding import SlidingKeys
 from .rank import rank_from_summary
+from .sliding import Sliding
 
 _SEP = "\x1f"  # joins the texts of several key columns into one code's text
+
+
+def _key_dict(cols, col: str) -> tuple[np.ndarray, list[str]]:
+    """A key column of the batch dictionary-encoded (once per batch, shared by the groups):
+    (index of each row's text in the texts, -1 if null; the texts). Texts as ``key_column`` reads
+    them (numbers as their text)."""
+    k = (col, "quantile-key-dict")
+    if k not in cols.cache:
+        t = cols.table
+        if col not in t.column_names:
+            cols.cache[k] = (np.full(t.num_rows, -1, np.int64), [])
+        else:
+            c = t.column(col)
+            if not pa.types.is_string(c.type) and not pa.types.is_large_string(c.type):
+                c = pc.cast(c, pa.string())
+            d = c.combine_chunks().dictionary_encode() if t.num_rows else pa.array([], pa.string()).dictionary_encode()
+            idx = np.asarray(pc.fill_null(d.indices, -1).to_numpy(zero_copy_only=False), np.int64)
+            cols.cache[k] = (idx, d.dictionary.to_pylist())
+    return cols.cache[k]
+
+
+def _key_comb(cols, by: list[str], parts: list[tuple[np.ndarray, list[str]]]) -> np.ndarray:
+    """One number per row for the combination of its key columns' dictionary entries (once per
+    batch and column list)."""
+    if len(parts) == 1:
+        return parts[0][0]
+    k = (tuple(by), "quantile-key-comb")
+    if k not in cols.cache:
+        comb = parts[0][0]
+        for idx, texts in parts[1:]:
+            comb = np.unique(comb * (len(texts) + 1) + (idx + 1), return_inverse=True)[1].reshape(-1).astype(np.int64)
+        cols.cache[k] = (comb, {})
+    return cols.cache[k][0]
 
 
 class KeyedQuantileGroup(Group):
@@ -53,11 +91,17 @@ class KeyedQuantileGroup(Group):
         self.eps = float(engine.quantile_epsilon)
         self.codes = Codes()  # key text -> code
         self.ops: list[Any] = []  # code -> operator
-        self.count: list[int] = []  # code -> elements pushed (the substream's position)
+        self.count = np.zeros(0, np.int64)  # code -> elements pushed (the substream's position)
+        self.sk: SlidingKeys | None = None  # every key's rows-window operator, pushed in one call
+        self._trank = np.zeros(0, np.int64)  # code -> rank of its key text among the keys
+        self._known: tuple[object, dict[int, int]] = (None, {})  # (batch token, its combination -> code)
+        self._klists: list[list[str]] = []  # code -> its key texts (one list per group_by column)
+        self._look: dict[int, tuple] = {}  # qid -> its slots' lookup arrays by key text (lookup_many)
         self.q: dict[int, dict[str, Any]] = {}  # qid -> {phi, eps, notify, alert, rank}
         self.slots: dict[int, dict[int, int]] = {}  # qid -> {code: slot}
         self.slot_q: list[int] = []  # slot -> qid
         self.slot_k: list[int] = []  # slot -> code
+        self.slot_l: list[tuple[float, int, int]] = []  # slot -> (phi, start, notify slot or -1) in its operator
         self.alerts = Alerts()  # by slot
         self.rank: dict[int, float] = {}  # slot -> rank_of
         self.where = params.get("where") or {}
@@ -97,11 +141,17 @@ class KeyedQuantileGroup(Group):
             self._slot(qid, code, self.count[code])
 
     def _slot(self, qid: int, code: int, start: int) -> None:
+        """Query qid's slot in key code's operator."""
         q = self.q[qid]
         slot = len(self.slot_q)
-        self.ops[code].register(slot, q["phi"], q["eps"], start, notify=q["notify"] or q["alert"] is not None)
+        op = self.ops[code]
+        op.register(slot, q["phi"], q["eps"], start, notify=q["notify"] or q["alert"] is not None)
+        if self.sk is not None and code < len(self.sk):
+            self.sk.sync(code, op)  # the registration may have grown its arrays
         self.slot_q.append(qid)
         self.slot_k.append(code)
+        e = op.q[slot] if type(op) is Sliding else (q["phi"], 0, start, False, -1)
+        self.slot_l.append((float(e[0]), int(e[2]), int(e[4]) if e[3] else -1))
         if q["alert"] is not None:
             self.alerts.set(slot, *q["alert"])
         if q["rank"] is not None:
@@ -110,33 +160,75 @@ class KeyedQuantileGroup(Group):
 
     def _new_key(self, text: str) -> int:
         code = self.codes.encode(np.array([text], object))[0]
+        self.count = np.append(self.count, 0)
+        if code == 0 and type(self.impl(self.eps, self.params["rows"])) is Sliding:
+            self.sk = SlidingKeys(self.eps)
+        if self.sk is None:
+            self.ops.append(self.impl(self.eps, self.params["rows"]))
+            for qid in self.q:
+                self._slot(qid, code, 0)
+            return code
         self.ops.append(self.impl(self.eps, self.params["rows"]))
-        self.count.append(0)
         for qid in self.q:
             self._slot(qid, code, 0)
+        self.sk.add(self.ops[code])
         return code
 
     def terminate(self, qid):
+        self._look.pop(qid, None)
         for code, slot in self.slots.pop(qid, {}).items():
             self.ops[code].terminate(slot)
+            if self.sk is not None:
+                self.sk.sync(code, self.ops[code])  # its live notify count
             self.alerts.drop(slot)
             self.rank.pop(slot, None)
         self.q.pop(qid, None)
 
     # ------------------------------------------------------------------ elements
-    def _key_texts(self, cols, rows) -> np.ndarray:
+    def _row_codes(self, cols, rows) -> np.ndarray:
+        """The key code of each row (keys seen for the first time get their operator)."""
         if not self.by:
-            return np.full(len(rows), "", object)
-        parts = [np.asarray(cols.get(c, "key")[0][rows], object).astype(str) for c in self.by]
-        if len(parts) == 1:
-            return parts[0].astype(object)
-        out = parts[0].astype(object)
-        for p in parts[1:]:
-            out = out + _SEP + p.astype(object)
-        return out
+            if not self.ops:
+                self._new_key("")
+            return np.zeros(len(rows), np.int64)
+        parts = [_key_dict(cols, c) for c in self.by]
+        comb = _key_comb(cols, self.by, parts)[rows]
+        batch = cols.cache.setdefault(("quantile-key-batch",), (object(), None))[0]  # this batch's token
+        if self._known[0] is not batch:
+            self._known = (batch, {})
+        known = self._known[1]  # comb -> code, for this batch's dictionaries
+        u, inv = np.unique(comb, return_inverse=True)
+        if len(self.by) > 1:
+            first = np.full(len(u), len(rows), np.int64)
+            np.minimum.at(first, inv, np.arange(len(rows)))
+        ucode = np.empty(len(u), np.int64)
+        for i, c in enumerate(u.tolist()):
+            code = known.get(c)
+            if code is None:
+                if len(self.by) == 1:
+                    text = parts[0][1][c]
+                else:
+                    r = rows[first[i]]
+                    text = _SEP.join(texts[idx[r]] for idx, texts in parts)
+                code = self.codes.code.get(text)
+                if code is None:
+                    code = self._new_key(text)
+                known[c] = code
+            ucode[i] = code
+        return ucode[inv.reshape(-1)]
 
     def key_list(self, code: int) -> list[str]:
         return self.codes.values[code].split(_SEP) if self.by else []
+
+    def _text_rank(self) -> np.ndarray:
+        """code -> the rank of its key text among the group's keys."""
+        if len(self._trank) != len(self.ops):
+            vals = self.codes.values
+            order = sorted(range(len(vals)), key=vals.__getitem__)
+            self._trank = np.empty(len(vals), np.int64)
+            self._trank[order] = np.arange(len(vals))
+            self._klists = [self.key_list(c) for c in range(len(vals))]
+        return self._trank
 
     def feed(self, cols, rows, seqs, seg):
         rows = np.asarray(rows, np.int64)
@@ -150,54 +242,86 @@ class KeyedQuantileGroup(Group):
             rows, seqs, x = rows[keep], seqs[keep], x[keep]
         if not len(rows):
             return
-        uniq, inv = np.unique(self._key_texts(cols, rows).astype(str), return_inverse=True)
-        ucode = np.array([self.codes.code[t] if t in self.codes.code else self._new_key(t) for t in uniq.tolist()],
-                         np.int64)
-        order = np.argsort(inv, kind="stable")
-        size = np.bincount(inv, minlength=len(uniq))
-        bounds = np.r_[0, np.cumsum(size)].tolist()
+        kc = self._row_codes(cols, rows)
         # every key's values and positions as contiguous slices of two arrays (one pass, no copy per key)
-        c0s = np.array([self.count[c] for c in ucode.tolist()], np.int64)
+        order = np.argsort(kc, kind="stable")
+        ks = kc[order]
+        starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+        ucode = ks[starts]
+        bounds = np.r_[starts, len(ks)]
+        sizes = np.diff(bounds)
+        c0s = self.count[ucode]
         xs = np.ascontiguousarray(x[order], np.float64)
-        ks = inv[order]
-        local = np.arange(1, len(order) + 1, dtype=np.int64) - np.asarray(bounds[:-1], np.int64)[ks] + c0s[ks]
-        out_s, out_o, out_v, out_r = [], [], [], []
-        ops, count = self.ops, self.count
-        for u, code in enumerate(ucode.tolist()):
-            b0, b1 = bounds[u], bounds[u + 1]
-            s, o, v = fast.push(ops[code], xs[b0:b1], local[b0:b1])
-            count[code] += b1 - b0
-            if len(s):
-                idx = order[b0:b1]
-                out_s.append(s)
-                out_o.append(idx[o])
-                out_v.append(v)
-                out_r.append(np.full(len(s), u, np.int64))  # u: rank of the key's text in the batch
-        if not out_s:
+        local = np.arange(1, len(order) + 1, dtype=np.int64) - np.repeat(starts - c0s, sizes)
+        ops = self.ops
+        if self.sk is not None:
+            for c in ucode[c0s == 0].tolist():
+                if ops[c].first_seq < 0:
+                    ops[c].first_seq = 1  # a key's positions are 1, 2, ...
+            slot, o, val = self.sk.push(ops, ucode, bounds, xs, local)
+            self.count[ucode] += sizes
+        else:
+            out_s, out_o, out_v = [], [], []
+            bl = bounds.tolist()
+            for u, code in enumerate(ucode.tolist()):
+                b0, b1 = bl[u], bl[u + 1]
+                s, oo, v = fast.push(ops[code], xs[b0:b1], local[b0:b1])
+                self.count[code] += b1 - b0
+                if len(s):
+                    out_s.append(s)
+                    out_o.append(oo + b0)
+                    out_v.append(v)
+            if not out_s:
+                return
+            slot, o, val = (np.concatenate(a) for a in (out_s, out_o, out_v))
+        if not len(slot):
             return
-        slot, off, val, kr = (np.concatenate(a) for a in (out_s, out_o, out_v, out_r))
+        off = order[o]
         qid = np.asarray(self.slot_q, np.int64)[slot]
+        code = np.asarray(self.slot_k, np.int64)[slot]
+        kr = self._text_rank()[code]
         o = np.lexsort((kr, qid, off))  # by position, query, key text
-        slot, off, val, kr, qid = slot[o], off[o], val[o], kr[o], qid[o]
-        keys = np.empty(len(slot), object)
-        klists = [self.key_list(int(c)) for c in ucode.tolist()]
-        keys[:] = [klists[k] for k in kr.tolist()]
+        slot, off, val, code, qid = slot[o], off[o], val[o], code[o], qid[o]
+        keys = None
+        if self.by:
+            keys = np.empty(len(slot), object)
+            kl = self._klists
+            keys[:] = [kl[k] for k in code.tolist()]
         if self.alerts.n:
-            hit, pos, code = self.alerts.filter(slot, val)
+            hit, pos, ev_code = self.alerts.filter(slot, val)
             for ev, c in (("alert", ALERT), ("clear", CLEAR)):
-                e = pos[code == c]
-                seg.add(ev, qid[e], seqs[off[e]], value=val[e], keys=keys[e] if self.by else None)
+                e = pos[ev_code == c]
+                seg.add(ev, qid[e], seqs[off[e]], value=val[e], keys=None if keys is None else keys[e])
             keep = ~hit
-            slot, off, val, qid, keys = slot[keep], off[keep], val[keep], qid[keep], keys[keep]
+            slot, off, val, qid = slot[keep], off[keep], val[keep], qid[keep]
+            keys = None if keys is None else keys[keep]
         if len(slot):
-            seg.add("update", qid, seqs[off], value=val, keys=keys if self.by else None)
+            seg.add("update", qid, seqs[off], value=val, keys=keys)
 
     # ------------------------------------------------------------------ answers
     def _value(self, slot: int, code: int) -> float:
-        op, n = self.ops[code], self.count[code]
+        op, n = self.ops[code], int(self.count[code])
         if slot in self.rank:
             return rank_from_summary(op.summary(slot, n), self.rank[slot]) if n else math.nan
         return fast.lookup(op, slot, n)
+
+    def _lookup_arrays(self, qid: int) -> tuple:
+        """qid's slots by key text: (codes, slots, phi, start, notify slot, key lists, rank?)."""
+        per = self.slots[qid]
+        got = self._look.get(qid)
+        if got is not None and len(got[0]) == len(per):
+            return got
+        tr = self._text_rank()
+        codes = np.fromiter(per.keys(), np.int64, len(per))
+        codes = codes[np.argsort(tr[codes], kind="stable")]
+        slots = np.array([per[c] for c in codes.tolist()], np.int64)
+        sl = self.slot_l
+        got = (codes, slots, np.array([sl[s][0] for s in slots.tolist()]),
+               np.array([sl[s][1] for s in slots.tolist()], np.int64),
+               np.array([sl[s][2] for s in slots.tolist()], np.int64), [self._klists[c] for c in codes.tolist()],
+               self.q[qid]["rank"] is not None)
+        self._look[qid] = got
+        return got
 
     def lookup_many(self, qids, n):
         out = []
@@ -208,10 +332,12 @@ class KeyedQuantileGroup(Group):
                 out.append((None if math.isnan(v) else v, None))
                 continue
             ans = PerKey()
-            for code in sorted(per, key=lambda c: self.codes.values[c]):
-                v = self._value(per[code], code)
-                if not math.isnan(v):
-                    ans.append((self.key_list(code), v))
+            codes, slots, phi, start, nslot, klists, rank = self._lookup_arrays(qid)
+            if self.sk is not None and not rank:
+                vals = self.sk.lookup(self.ops, codes, phi, start, nslot, slots, self.count[codes]).tolist()
+            else:
+                vals = [self._value(s, c) for s, c in zip(slots.tolist(), codes.tolist(), strict=True)]
+            ans.extend([(k, v) for k, v in zip(klists, vals, strict=True) if v == v])
             out.append((ans, None))
         return out
 
@@ -234,9 +360,14 @@ class KeyedQuantileGroup(Group):
     def load(self, s: dict[str, Any]) -> None:
         self.t_last = s["t_last"]
         self.codes = Codes(list(s["keys"]))
-        self.count = np.asarray(s["count"], np.int64).tolist()
+        self.count = np.array(s["count"], np.int64)
         cls = type(self.impl(self.eps, self.params["rows"]))
         self.ops = [cls.from_state(o) for o in s["ops"]]
+        self.sk, self._look, self._trank, self._known = None, {}, np.zeros(0, np.int64), (None, {})
+        if self.ops and type(self.ops[0]) is Sliding:
+            self.sk = SlidingKeys(self.eps)
+            for op in self.ops:
+                self.sk.add(op)
         self.slot_q = np.asarray(s["slot_q"], np.int64).tolist()
         self.slot_k = np.asarray(s["slot_k"], np.int64).tolist()
         self.alerts = Alerts.from_state(s["alerts"])
@@ -247,3 +378,10 @@ class KeyedQuantileGroup(Group):
             self.q[q] = {"phi": phi, "eps": e, "notify": bool(nt), "alert": None if al is None else
                          (int(al[0]), float(al[1]), float(al[2])), "rank": rk}
             self.slots[q] = {int(c): int(sl_) for c, sl_ in sl}
+        self.slot_l = []
+        for slot, code in enumerate(self.slot_k):  # terminated slots: never looked up
+            q = self.slot_q[slot]
+            e = self.ops[code].q.get(slot) if type(self.ops[code]) is Sliding else None
+            if e is None:
+                e = (self.q[q]["phi"] if q in self.q else 0.5, 0, 0, False, -1)
+            self.slot_l.append((float(e[0]), int(e[2]), int(e[4]) if e[3] else -1))

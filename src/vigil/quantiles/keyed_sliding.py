@@ -1,0 +1,221 @@
+"""Every key's rows-window summary of a per-key quantile group (:mod:`.keyed`) pushed, and looked
+up, in one compiled call.
+
+A per-key group with ``rows`` keeps one :class:`.sliding.Sliding` operator per key. Calling each
+key's ``push`` and ``lookup`` from Python costs a few µs per key and call (argument passing,
+capacity checks, the output's sort), most of the time when a key receives a few rows between two
+operations. :class:`SlidingKeys` holds a reference to every key's state arrays (the operator's
+own arrays, shared, not copied) in one typed list, so one call pushes a batch's rows into every
+key (:func:`_push_many`: the operator's own push kernel on each key's slice) and one call answers
+a lookup over every key (:func:`_lookup_many`: the operator's own lookup kernel). The operators
+stay the owners of their state: their Python methods (registration, lookups beyond the last
+position, summaries, snapshots) still apply, and :meth:`SlidingKeys.sync` re-reads a key's arrays
+after any of them may have replaced one.
+
+Capacity: before a key's push, :func:`_short` tells whether the operator's arrays could overflow
+with the next k elements (the conditions under which ``Sliding._room(k)`` grows or compacts
+them, at k + 16: a conservative test); then Python calls ``_room`` and the push resumes. The
+output buffers are shared by all keys and grow as the operator's own do (the push kernel stops
+before they could overflow).
+
+Outputs are the operator's updates with its notify slots mapped to the group's slots
+(``slot_qid``), the offsets into the batch's key-sorted order, unsorted (the group sorts every
+key's updates together).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba.typed import List
+
+from . import _sliding_kernels as K
+from .sliding import Sliding
+
+try:  # the push loop with the mature-query sweep (its ``mat`` array and M_FIRST)
+    from . import _sliding_notify as SN
+except ImportError:  # the push loop of the summary's kernels
+    SN = None
+_M_FIRST = getattr(K, "M_FIRST", -1)
+_NOMAT = np.zeros(1, np.int64)
+
+if SN is not None:
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def _kpush(x, seqs, p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive, oslot, ooff,
+               oval):
+        return SN.push(x, seqs, p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive, oslot,
+                       ooff, oval)
+else:
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def _kpush(x, seqs, p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive, oslot, ooff,
+               oval):
+        return K.push(x, seqs, p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, nlive, oslot, ooff,
+                      oval)
+
+# a key's state: meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, slot_qid
+_NAMES = ("meta", "ob", "obs", "blk", "sv", "si", "mv", "mi", "mv2", "mi2", "qf", "qi", "heap", "mat", "slot_qid")
+_SLACK = 16  # the capacity test asks for room for k + _SLACK elements (module doc)
+
+
+_INT = frozenset(("meta", "obs", "blk", "si", "mi", "mi2", "qi", "heap", "mat", "slot_qid"))
+
+
+def _arrays(op: Sliding) -> tuple:
+    a = (op.meta, op.ob, op.obs, op.blk, op.sv, op.si, op.mv, op.mi, op.mv2, op.mi2, op.qf, op.qi, op.heap,
+         getattr(op, "mat", _NOMAT), op.slot_qid)
+    for name, x in zip(_NAMES, a, strict=True):
+        want = np.int64 if name in _INT else np.float64
+        if x.dtype != want or not x.flags.c_contiguous:  # a restored snapshot's arrays: as the kernels take them
+            setattr(op, name, np.ascontiguousarray(x, want))
+            return _arrays(op)
+    return a
+
+
+# the typed list is built and changed by compiled functions (cached: from Python, each typed-list
+# operation would compile at its first use in every process)
+@numba.njit(cache=True, nogil=True)
+def _new_list(meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq):
+    st = List()
+    st.append((meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq))
+    return st
+
+
+@numba.njit(cache=True, nogil=True)
+def _append(st, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq):
+    st.append((meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq))
+
+
+@numba.njit(cache=True, nogil=True)
+def _set(st, i, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq):
+    st[i] = (meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq)
+
+
+@numba.njit(cache=True, nogil=True)
+def _short(meta, ob, blk, sv, mv, k):
+    """Whether ``Sliding._room(k)`` would grow or compact any array (its four conditions)."""
+    oc = meta[K.M_OC]
+    if min(meta[K.M_B] + 1, oc + k + 1) > ob.shape[1]:
+        return True
+    if meta[K.M_BT] + 2 * k + 4 > blk.shape[1]:
+        return True
+    ko = k + oc + 2
+    if meta[K.M_ST] + ko > len(sv):
+        return True
+    return meta[K.M_T] + ko > len(mv)
+
+
+@numba.njit(cache=True, nogil=True)
+def _push_many(st, nlive, eps, codes, bounds, xs, seqs, u0, p0, oslot, ooff, oval, nout):
+    """Push xs[bounds[u]:bounds[u+1]] (positions seqs[...]) into key codes[u]'s operator, for u
+    from u0 (resuming at p0 within key u0). Returns (status, u, p, nout): status 0 done; 1 key u
+    needs room (``_room``) before its push; 2 the output buffers are full at element p of key u."""
+    for u in range(u0, len(codes)):
+        c = codes[u]
+        b0 = bounds[u]
+        b1 = bounds[u + 1]
+        p = p0 if u == u0 else 0
+        meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq = st[c]
+        if p == 0 and _short(meta, ob, blk, sv, mv, b1 - b0 + _SLACK):
+            return 1, u, 0, nout
+        if _M_FIRST >= 0 and meta[K.M_NPUSHED] == 0:
+            meta[_M_FIRST] = seqs[b0]  # as the operator's push records its first position
+        k0 = nout
+        meta[K.M_NOUT] = nout
+        q = _kpush(xs[b0:b1], seqs[b0:b1], p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat,
+                   nlive[c], oslot, ooff, oval)
+        nout = meta[K.M_NOUT]
+        for k in range(k0, nout):
+            oslot[k] = sq[oslot[k]]
+            ooff[k] += b0
+        meta[K.M_NOUT] = nout - k0
+        if q < b1 - b0:
+            return 2, u, q, nout
+    return 0, len(codes), 0, nout
+
+
+@numba.njit(cache=True, nogil=True)
+def _lookup_many(st, codes, phi, start, nslot, n, out):
+    """out[j]: the lookup of (phi[j], start[j], notify slot nslot[j] or -1) in key codes[j]'s
+    operator after its position n[j], where that is its last position pushed (Sliding.lookup's
+    answer); returns the first j it cannot answer so (-1 if none)."""
+    for j in range(len(codes)):
+        meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq = st[codes[j]]
+        if nslot[j] >= 0 and n[j] <= meta[K.M_N]:
+            out[j] = qf[K.F_LAST, nslot[j]]
+        elif n[j] == meta[K.M_N] and n[j] >= 0:
+            K.lookup(meta, ob, obs, blk, sv, si, mv, mi, mv2, phi[j:j + 1], start[j:j + 1], n[j], out[j:j + 1])
+        else:
+            return j
+    return -1
+
+
+class SlidingKeys:
+    """The state arrays of every key's operator (code -> :class:`Sliding`), see the module doc."""
+
+    def __init__(self, eps: float) -> None:
+        self.eps = float(eps)
+        self.st = None  # typed list of every key's arrays (_NAMES), made at the first key
+        self.n = 0
+        self.nlive = np.zeros(16, np.int64)
+        self.out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def add(self, op: Sliding) -> None:
+        """The next code's operator."""
+        code = self.n
+        if code >= len(self.nlive):
+            self.nlive = np.concatenate([self.nlive, np.zeros(len(self.nlive), np.int64)])
+        if self.st is None:
+            self.st = _new_list(*_arrays(op))
+        else:
+            _append(self.st, *_arrays(op))
+        self.n += 1
+        self.nlive[code] = op.nlive
+        op._budget = 0  # its own push (if ever called) reserves room again: this driver does not keep its budget
+
+    def sync(self, code: int, op: Sliding) -> None:
+        """Re-read key ``code``'s arrays and live notify count (after a registration, a
+        termination, a capacity change)."""
+        _set(self.st, code, *_arrays(op))
+        self.nlive[code] = op.nlive
+        op._budget = 0
+
+    def push(self, ops: list, codes: np.ndarray, bounds: np.ndarray, xs: np.ndarray,
+             seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Key codes[u]'s elements xs[bounds[u]:bounds[u+1]] at its positions seqs[...] (each key's
+        positions increasing after its last one). Returns the updates (group slots, offsets into
+        xs, values), unsorted."""
+        u, p, nout = 0, 0, 0
+        while True:
+            oslot, ooff, oval = self.out
+            status, u, p, nout = _push_many(self.st, self.nlive, self.eps, codes, bounds, xs, seqs, u, p,
+                                            oslot, ooff, oval, nout)
+            if status == 0:
+                break
+            if status == 1:
+                c = int(codes[u])
+                ops[c]._room(max(int(bounds[u + 1] - bounds[u]) + _SLACK, 128))
+                self.sync(c, ops[c])
+            else:
+                cap = 2 * (len(oslot) + int(self.nlive[int(codes[u])]) + 1)
+                self.out = tuple(np.concatenate([a[:nout], np.empty(cap - nout, a.dtype)]) for a in self.out)
+        if not nout:
+            return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+        return self.out[0][:nout].copy(), self.out[1][:nout].copy(), self.out[2][:nout].copy()
+
+    def lookup(self, ops: list, codes: np.ndarray, phi: np.ndarray, start: np.ndarray, nslot: np.ndarray,
+               slots: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """Each (code, slot)'s answer after its key's position n (NaN: empty window); what the
+        kernel does not answer goes through the operator's lookup."""
+        out = np.empty(len(codes))
+        j = 0
+        while j < len(codes):
+            k = _lookup_many(self.st, codes[j:], phi[j:], start[j:], nslot[j:], n[j:], out[j:])
+            if k < 0:
+                break
+            j += k
+            out[j] = ops[int(codes[j])].lookup(np.array([slots[j]], np.int64), int(n[j]))[0]
+            j += 1
+        return out

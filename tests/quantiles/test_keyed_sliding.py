@@ -1,0 +1,131 @@
+"""keyed_sliding pushes and looks up every key's rows-window operator in one call, with the
+operators' own results: the same updates, lookups and state as each key's own push and lookup."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from vigil.checks import Log, check_family
+from vigil.quantiles import _sliding_kernels as K
+from vigil.quantiles.keyed_sliding import SlidingKeys
+from vigil.quantiles.sliding import Sliding
+
+
+def _live(op: Sliding) -> dict:
+    """The operator's state with its ring offsets made relative (where the arrays were last
+    compacted depends on how much room each push asked for, not on the elements)."""
+    s = op.state()
+    m = s["meta"].copy()
+    bh, bt, sh, st = (int(m[i]) for i in (K.M_BH, K.M_BT, K.M_SH, K.M_ST))
+    blk = s["blk"][:, bh:bt].copy()
+    blk[K.B_OFF] -= sh
+    mi = s["mi"].copy()
+    mi[K.I_B] -= bh
+    for i in (K.M_BH, K.M_BT, K.M_MH, K.M_FX):
+        if i != K.M_FX or m[i] >= 0:
+            m[i] -= bh
+    m[K.M_SH] -= sh
+    m[K.M_ST] -= sh
+    m[K.M_NOUT] = 0  # the last push's output count (scratch)
+    oc, pc = int(m[K.M_OC]), int(m[K.M_PC])  # the open block and the front: their used prefixes
+    ob = np.concatenate([s["ob"][0, :oc], s["ob"][1, :pc]])
+    obs = np.concatenate([s["obs"][0, :oc], s["obs"][1, :pc]])
+    return {**s, "meta": m, "ob": ob, "obs": obs, "blk": blk, "sv": s["sv"][sh:st], "si": s["si"][:, sh:st], "mi": mi}
+
+
+def _same_state(a: Sliding, b: Sliding) -> None:
+    sa, sb = _live(a), _live(b)
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        if isinstance(sa[k], np.ndarray):
+            np.testing.assert_array_equal(sa[k], sb[k], err_msg=k)
+        else:
+            assert sa[k] == sb[k], k
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("rows", [5, 60, 700])
+def test_one_call_for_every_key_equals_each_operator(rows):
+    rng = np.random.default_rng(rows)
+    nk = 7
+    mine = [Sliding(0.01, rows) for _ in range(nk)]  # pushed through SlidingKeys
+    ref = [Sliding(0.01, rows) for _ in range(nk)]  # pushed by their own push
+    sk = SlidingKeys(0.01)
+    slot = 0
+    qs = []  # (qid, phi, notify)
+    for op_m, op_r in zip(mine, ref, strict=True):
+        for phi, notify in ((0.5, False), (0.9, True), (0.1, True)):
+            for op in (op_m, op_r):
+                op.register(slot, phi, 0.01, 0, notify=notify)
+            qs.append(slot)
+            slot += 1
+        sk.add(op_m)
+    count = np.zeros(nk, np.int64)
+    for step in range(120):
+        m = int(rng.integers(1, 300 if step % 10 == 0 else 25))  # now and then a long batch: room, buffers
+        keys = rng.integers(0, nk, m)
+        x = np.round(rng.normal(100, 10, m), 1)
+        order = np.argsort(keys, kind="stable")
+        ks = keys[order]
+        starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+        ucode = ks[starts]
+        bounds = np.r_[starts, m]
+        sizes = np.diff(bounds)
+        local = np.arange(1, m + 1) - np.repeat(starts - count[ucode], sizes)
+        for c in ucode.tolist():
+            if mine[c].first_seq < 0:
+                mine[c].first_seq = 1
+        xs = np.ascontiguousarray(x[order])
+        got = sk.push(mine, ucode, bounds, xs, local)
+        want = [], [], []
+        for u, c in enumerate(ucode.tolist()):
+            b0, b1 = bounds[u], bounds[u + 1]
+            s, o, v = ref[c].push(xs[b0:b1].copy(), local[b0:b1].copy())
+            want[0].append(s)
+            want[1].append(o + b0)
+            want[2].append(v)
+        want = [np.concatenate(w) for w in want]
+        og, ow = np.lexsort((got[0], got[1])), np.lexsort((want[0], want[1]))
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g[og], w[ow])
+        count[ucode] += sizes
+        if step == 50:  # a query registered mid-stream in every key (its start: the key's position)
+            for c in range(nk):
+                for op in (mine[c], ref[c]):
+                    op.register(slot, 0.25, 0.01, int(count[c]), notify=True)
+                sk.sync(c, mine[c])
+                qs.append(slot)
+                slot += 1
+        if step == 80:  # terminations
+            for c in range(nk):
+                for op in (mine[c], ref[c]):
+                    op.terminate(3 * c + 1)
+                sk.sync(c, mine[c])
+        live = [(c, q) for c in range(nk) for q in sorted(mine[c].q)]
+        codes = np.array([c for c, _ in live], np.int64)
+        slots = np.array([q for _, q in live], np.int64)
+        e = [mine[c].q[q] for c, q in live]
+        got = sk.lookup(mine, codes, np.array([x[0] for x in e]), np.array([x[2] for x in e], np.int64),
+                        np.array([x[4] if x[3] else -1 for x in e], np.int64), slots, count[codes])
+        want = np.array([ref[c].lookup(np.array([q]), int(count[c]))[0] for c, q in live])
+        np.testing.assert_array_equal(got, want)
+    for a, b in zip(mine, ref, strict=True):
+        _same_state(a, b)
+
+
+@pytest.mark.timeout(600)
+def test_a_per_key_group_made_where_another_ended_in_the_same_batch():
+    """A per-key group whose queries all end is dropped; one made after it in the same batch keys
+    its own rows (its key codes are its own, whatever object took the dropped group's place)."""
+    rng = np.random.default_rng(3)
+    n = 400
+    t = pa.table({"x": np.round(rng.normal(50, 10, n), 1), "k": rng.choice(["a", "b", "c"], n),
+                  "j": rng.choice(["u", "v", "w", "z"], n)})
+    ops = []
+    for i in range(6):  # groups come and go inside one batch
+        q = {"id": f"q{i}", "type": "quantile", "column": "x", "phi": 0.5, "epsilon": 0.01, "rows": 10 + i,
+             "group_by": "k" if i % 2 else "j"}
+        ops += [{"op": "register", "at": 60 * i, "query": q}, {"op": "terminate", "at": 60 * i + 50, "id": f"q{i}"}]
+        ops += [{"op": "lookup", "at": a, "id": f"q{i}"} for a in range(60 * i + 5, 60 * i + 50, 9)]
+    check_family("quantiles", "casu", Log(t, ops, quantile_epsilon=0.01, batch=n))
+
