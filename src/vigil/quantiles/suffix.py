@@ -17,8 +17,10 @@ Queries. A query registered when K_q segments were closed is answered over segme
 (<= 2 log2 K tree nodes), the open summary and the open buffer: its element count N is exact, its
 rank uncertainty at most 2*delta*N = eps*N/4, and the best candidate (a value of these summaries,
 hence an element after its registration) is within eps*N/8 + 1 of the target rank, so within
-e*N + 1 for its served precision e = max(eps_q, eps) from its first element on. A lookup costs
-O(log K) bisection steps of O(log K log(1/delta)) each. Notify queries hold a value with a
+e*N + 1 for its served precision e = max(eps_q, eps) from its first element on. A lookup of a
+plain query answers its previous answer while that still meets the bound (one check of its
+counts, as a held notify value is checked), else searches: O(log K) bisection steps of
+O(log K log(1/delta)) each. Notify queries hold a value with a
 deadline (the contract's invariant holds until it: :mod:`._suffix_kernels`), on a heap: per
 element O(1) amortized for the insertion plus the re-evaluations due.
 
