@@ -189,13 +189,14 @@ def engine(
 
 @bench_app.command("pipeline")
 def pipeline(
-    preset: str = typer.Option(..., "--preset", help="throughput | soak"),
+    preset: str = typer.Option(..., "--preset", help="throughput | soak | scaleout"),
     scale: float = typer.Option(None, "--scale", help="workload size factor (default: the preset's)"),
     algos: list[str] = typer.Option(None, "--algo", help="FAMILY=NAME (repeatable)"),
     out: Path = typer.Option(Path("results/pipeline.json"), "--out", help="result JSON; a PNG is written beside it"),
     minutes: float = typer.Option(None, "--minutes", help="soak: how long to run"),
 ) -> None:
-    """The Spark pipeline end to end: throughput vs in-process replay, and a memory soak."""
+    """The Spark pipeline end to end: throughput vs in-process replay, a memory soak, and driver vs
+    sharded mode on local-cluster with 1, 2 and 4 executors (scaleout)."""
     from ..cliutil import parse_algos
     from .pipeline import PRESETS, run_preset
 

@@ -24,6 +24,8 @@ Presets:
 * ``soak``: ``vigil run`` with a processing-time trigger while a feeder keeps writing stream
   files and query operations that register and terminate queries continuously (churn); every
   batch's driver RSS and snapshot size are recorded; memory must stay bounded.
+* ``scaleout``: driver mode vs sharded mode on ``local-cluster`` with 1, 2 and 4 executors
+  (:mod:`vigil.bench.pipeline_scaleout`).
 
 ``run_preset(preset, scale, algos, out, minutes=None)`` writes the result JSON of docs/architecture.md
 (``family="pipeline"``) and a PNG beside it, and returns the document.
@@ -44,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-PRESETS = ("throughput", "soak")
+PRESETS = ("throughput", "soak", "scaleout")
 BATCHES = (10_000, 100_000, 1_000_000)
 
 
@@ -328,6 +330,12 @@ def run_preset(preset: str, scale: float | None = None, algos: dict[str, str] | 
         if preset == "throughput":
             results = throughput(scale, algos, tmp, console, **kw)
             params = {"scale": scale, "batches": [max(1000, int(b * scale)) for b in BATCHES], "algos": algos}
+        elif preset == "scaleout":
+            from .pipeline_scaleout import BATCHES as N_FILES
+            from .pipeline_scaleout import scaleout
+
+            results = scaleout(scale, algos, tmp, console, **kw)
+            params = {"scale": scale, "batches": kw.get("batches", N_FILES), "algos": algos}
         else:
             minutes = 2.0 if minutes is None else float(minutes)
             results = soak(minutes, scale, algos, tmp, console, **kw)
@@ -347,6 +355,10 @@ def _plot(doc: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if doc["preset"] == "scaleout":
+        from .pipeline_scaleout import plot
+
+        return plot(doc, path)
     fig, ax = plt.subplots(figsize=(8, 4))
     if doc["preset"] == "throughput":
         for wl in ("threshold", "mixed"):
