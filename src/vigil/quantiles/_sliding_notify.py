@@ -82,7 +82,8 @@ from ._sliding_kernels import (
 )
 
 BIG = np.int64(9223372036854775807)
-HORIZON = 16  # a sweep re-evaluates the mature queries due before n + HORIZON (module doc)
+HORIZON = 32  # a sweep re-evaluates the mature queries due before n + HORIZON (module doc)
+KEEP = 4.0  # a held value is kept while it stays valid for at least 1/KEEP of the longest lifetime
 
 
 @numba.njit(**_NI)
@@ -98,7 +99,7 @@ def _check(e, phi, vexp, n, nmin, nmax, unc, xmax, held, cl, ce):
         d0 = _dist(cl, ce, unc, xmax, tmin, tmax)
         if d0 <= top:
             dh = min(np.int64(math.floor((top - d0) / (1.0 + e))), vexp - n)
-            if 4.0 * dh >= math.floor(e * nmin / (1.0 + e)):
+            if KEEP * dh >= math.floor(e * nmin / (1.0 + e)):
                 return True, dh, tmin, tmax, top
     return False, dh, tmin, tmax, top
 
