@@ -20,7 +20,8 @@ deadlines: :mod:`._sliding_kernels`.
 
 Notify queries (Algorithm 3, synchronous): each query holds a value with a deadline (the last
 position it is sure to stay valid: the distance between its rank and the target moves by at most
-1 per position); a heap wakes only the queries due, which keep their value while it stays valid
+1 per position); only the queries due are evaluated (those whose window is the summary's whole
+window together, in one sweep; the others from a heap: :mod:`._sliding_notify`), which keep their value while it stays valid
 long enough or take the best candidate; an update is reported only when the value changes. A
 pushed value NaN is a position without element (a rejected row or a seq-gap position,
 docs/contract.md): it moves the window (an expiry, no arrival) and the due queries are evaluated
