@@ -43,7 +43,7 @@ def _same_state(a: Sliding, b: Sliding) -> None:
             assert sa[k] == sb[k], k
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("rows", [5, 60, 700])
 def test_one_call_for_every_key_equals_each_operator(rows):
     rng = np.random.default_rng(rows)
@@ -113,7 +113,7 @@ def test_one_call_for_every_key_equals_each_operator(rows):
         _same_state(a, b)
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_a_per_key_group_made_where_another_ended_in_the_same_batch():
     """A per-key group whose queries all end is dropped; one made after it in the same batch keys
     its own rows (its key codes are its own, whatever object took the dropped group's place)."""
@@ -129,3 +129,43 @@ def test_a_per_key_group_made_where_another_ended_in_the_same_batch():
         ops += [{"op": "lookup", "at": a, "id": f"q{i}"} for a in range(60 * i + 5, 60 * i + 50, 9)]
     check_family("quantiles", "casu", Log(t, ops, quantile_epsilon=0.01, batch=n))
 
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("rows", [4, 90, 3000])
+def test_rank_in_one_call_equals_the_merged_summary(rows):
+    """SlidingKeys.rank: rank_from_summary(op.summary(...)) of each key, bit for bit (sampled and
+    exact blocks, the open block, the front, queries registered inside the window, ties)."""
+    from vigil.quantiles.rank import rank_from_summary
+
+    rng = np.random.default_rng(rows)
+    eps = 0.05 if rows == 3000 else 0.01  # 3000 rows at 0.05: sampled blocks
+    ops = [Sliding(eps, rows) for _ in range(3)]
+    for op in ops:
+        op.register(0, 0.5, eps, 0)
+    sk = SlidingKeys(eps)
+    for op in ops:
+        sk.add(op)
+    count = np.zeros(3, np.int64)
+    slot = 1
+    for step in range(60):
+        c = int(rng.integers(0, 3))
+        m = int(rng.integers(1, 200))
+        x = np.round(rng.normal(50, 5, m), 0)  # ties
+        seqs = np.arange(count[c] + 1, count[c] + m + 1, dtype=np.int64)
+        if ops[c].first_seq < 0:
+            ops[c].first_seq = 1
+        sk.push(ops, np.array([c]), np.array([0, m]), x, seqs)
+        count[c] += m
+        if step % 15 == 7:  # a query registered inside the window
+            ops[c].register(slot, 0.5, eps, int(count[c]))
+            sk.sync(c, ops[c])
+            slot += 1
+        live = [(k, q) for k in range(3) if count[k] for q in sorted(ops[k].q)]
+        codes = np.array([k for k, _ in live], np.int64)
+        slots = np.array([q for _, q in live], np.int64)
+        start = np.array([ops[k].q[q][2] for k, q in live], np.int64)
+        for v in (float(rng.normal(50, 5)), 50.0, -1e9, 1e9):
+            got = sk.rank(ops, codes, start, slots, count[codes], np.full(len(codes), v))
+            want = [rank_from_summary(ops[k].summary(q, int(count[k])), v) for k, q in live]
+            np.testing.assert_array_equal(got, np.array(want))

@@ -302,7 +302,12 @@ class KeyedQuantileGroup(Group):
     def _value(self, slot: int, code: int) -> float:
         op, n = self.ops[code], int(self.count[code])
         if slot in self.rank:
-            return rank_from_summary(op.summary(slot, n), self.rank[slot]) if n else math.nan
+            if not n:
+                return math.nan
+            if self.sk is not None:
+                return float(self.sk.rank(self.ops, np.array([code]), np.array([self.slot_l[slot][1]]),
+                                          np.array([slot]), np.array([n]), np.array([self.rank[slot]]))[0])
+            return rank_from_summary(op.summary(slot, n), self.rank[slot])
         return fast.lookup(op, slot, n)
 
     def _lookup_arrays(self, qid: int) -> tuple:
@@ -335,6 +340,9 @@ class KeyedQuantileGroup(Group):
             codes, slots, phi, start, nslot, klists, rank = self._lookup_arrays(qid)
             if self.sk is not None and not rank:
                 vals = self.sk.lookup(self.ops, codes, phi, start, nslot, slots, self.count[codes]).tolist()
+            elif self.sk is not None and len(codes):  # rank queries: every key's estimate in one call
+                vals = self.sk.rank(self.ops, codes, start, slots, self.count[codes],
+                                    np.full(len(codes), self.q[qid]["rank"])).tolist()
             else:
                 vals = [self._value(s, c) for s, c in zip(slots.tolist(), codes.tolist(), strict=True)]
             ans.extend([(k, v) for k, v in zip(klists, vals, strict=True) if v == v])

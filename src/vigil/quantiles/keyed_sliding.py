@@ -30,6 +30,7 @@ import numpy as np
 from numba.typed import List
 
 from . import _sliding_kernels as K
+from .rank import rank_from_summary
 from .sliding import Sliding
 
 try:  # the push loop with the mature-query sweep (its ``mat`` array and M_FIRST)
@@ -149,6 +150,68 @@ def _lookup_many(st, codes, phi, start, nslot, n, out):
     return -1
 
 
+@numba.njit(cache=True, nogil=True)
+def _rank_many(st, codes, start, n, x, out):
+    """out[j]: ``rank_from_summary(op.summary(slot, n[j]), x[j])`` for key codes[j]'s operator (a
+    rank query registered at start[j]) after its last position n[j], without building the merged
+    summary: with i the merged summary's last tuple <= x, r-_i is the sum over its parts (the
+    window's closed blocks, the open block, the front) of the r- of each part's last tuple <= x,
+    and r+_{i+1} - 1 the sum of each part's first tuple > x's r+ minus one (its size if none), as
+    :func:`vigil.quantiles.merge_summaries` computes them. Returns the first j whose n[j] is not
+    its key's last position (-1 if none)."""
+    for j in range(len(codes)):
+        meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq = st[codes[j]]
+        if n[j] != meta[K.M_N]:
+            return j
+        v = x[j]
+        lq = max(start[j] + 1, n[j] - meta[K.M_W] + 1)
+        je, open_in, front_in = K.window(meta, blk, lq)[:3]
+        lo = 0
+        hi = 0
+        tot = 0
+        m = 0
+        above = False
+        for b in range(je, meta[K.M_BT]):
+            off = blk[K.B_OFF, b]
+            ln = blk[K.B_LEN, b]
+            if ln == 0:
+                continue
+            k = 0
+            while k < ln and sv[off + k] <= v:  # samples <= x (sorted)
+                k += 1
+            size = si[0, off + ln - 1]
+            tot += size
+            m += ln
+            if k > 0:
+                lo += si[0, off + k - 1]
+            if k < ln:
+                hi += si[0, off + k] - 1
+                above = True
+            else:
+                hi += size
+        for row in range(2):
+            if not (open_in if row == 0 else front_in):
+                continue
+            cnt = meta[K.M_OC] if row == 0 else meta[K.M_PC]
+            k = 0
+            while k < cnt and ob[row, k] <= v:
+                k += 1
+            tot += cnt
+            m += cnt
+            lo += k
+            hi += k
+            if k < cnt:
+                above = True
+        if m == 0 or tot <= 0:
+            out[j] = np.nan
+            continue
+        if not above:
+            hi = tot
+        hi = max(hi, lo)
+        out[j] = (float(lo) + float(hi)) / 2.0 / float(tot)
+    return -1
+
+
 class SlidingKeys:
     """The state arrays of every key's operator (code -> :class:`Sliding`), see the module doc."""
 
@@ -204,6 +267,20 @@ class SlidingKeys:
         if not nout:
             return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
         return self.out[0][:nout].copy(), self.out[1][:nout].copy(), self.out[2][:nout].copy()
+
+    def rank(self, ops: list, codes: np.ndarray, start: np.ndarray, slots: np.ndarray, n: np.ndarray,
+             x: np.ndarray) -> np.ndarray:
+        """Each (code, slot) rank query's answer (of x) after its key's position n (NaN: empty)."""
+        out = np.empty(len(codes))
+        j = 0
+        while j < len(codes):
+            k = _rank_many(self.st, codes[j:], start[j:], n[j:], x[j:], out[j:])
+            if k < 0:
+                break
+            j += k
+            out[j] = rank_from_summary(ops[int(codes[j])].summary(int(slots[j]), int(n[j])), float(x[j]))
+            j += 1
+        return out
 
     def lookup(self, ops: list, codes: np.ndarray, phi: np.ndarray, start: np.ndarray, nslot: np.ndarray,
                slots: np.ndarray, n: np.ndarray) -> np.ndarray:
