@@ -110,11 +110,31 @@ def shard_task(item: tuple) -> tuple:
     if not final:  # the input is durable before the engine applies it (a retry rewrites the same)
         written += shard_store.log_input(extra["root"], shard, extra["batch"], rows_b, ops, extra)
     out = shard_store.apply(eng, rows_b, ops, extra, final)
+    if not final and extra["batch"] >= 1:
+        _fault_kill_once()
     alive = _alive_split(eng)
     if not final:  # the end of input is never kept (as in driver mode): the engine is dropped
         written += shard_store.commit(extra["root"], extra["run"], shard, extra["batch"], eng, extra["keep_from"])
     dt = time.perf_counter() - t0
     return shard, _ipc(out), written, alive, dt, extra["summaries"]
+
+
+def _fault_kill_once() -> None:
+    """Test hook (tests/pipeline/test_local_cluster.py): with ``VIGIL_FAULT_KILL_ONCE=<marker
+    path>`` in the executors' environment, the first shard task of a batch after the first that
+    creates the marker kills its own Python worker after applying its rows and before committing
+    them (Spark retries the task on a new worker, whose engine is restored from the durable log).
+    Unset: nothing."""
+    import os
+
+    marker = os.environ.get("VIGIL_FAULT_KILL_ONCE")
+    if not marker:
+        return
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    os.kill(os.getpid(), 9)
 
 
 def history_task(item: tuple) -> tuple[int, bytes]:
