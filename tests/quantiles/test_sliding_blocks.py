@@ -167,3 +167,19 @@ def test_snapshot_holds_the_used_arrays_only_and_restores_to_grow_again():
         b = Sliding.from_state(b.state())
         n = int(seqs[min(s + 699, 8999)])
         assert np.array_equal(a.lookup(np.array([2]), n), b.lookup(np.array([2]), n))
+
+
+@pytest.mark.timeout(600)
+def test_exact_blocks_up_to_4_over_eps():
+    """Blocks stay exact (one sample per element) up to 4/eps elements: a long window merges a block
+    every ~4/eps elements, not every 1/eps (each merge rewrites the merged array, O(W))."""
+    import vigil.quantiles._sliding_kernels as K
+
+    op = Sliding(0.01, 20000)
+    assert 200 <= op.B < 400
+    x = np.random.default_rng(3).random(30000)
+    op.register(1, 0.5, 0.01, -1, notify=False)
+    op.push(x, np.arange(len(x), dtype=np.int64))
+    assert op.meta[K.M_UTOT] == 0  # exact blocks
+    w = np.sort(x[-20000:])
+    assert op.lookup(np.array([1]), len(x) - 1)[0] == w[9999]

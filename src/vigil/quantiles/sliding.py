@@ -3,7 +3,8 @@ and §4; the block summary of Lin et al., ICDE 2004), shared by every query of o
 
 Summary. The stream is cut into blocks of at most B consecutive seqs (and at every registration
 position, so a query's start is a block boundary): B = max(1, floor(eps*W/4)), or
-min(floor(1/eps), floor(W/8)) when larger (exact blocks, see below: fewer merges per element). The newest (open)
+min(b, floor(W/8)) when larger, b the largest count below 4/eps (exact blocks, see below: each
+merge of a block rewrites the merged array, so fewer merges per element). The newest (open)
 block keeps its values, sorted; when it closes it is summarised once, by its values at every s-th
 rank and its maximum with their exact ranks and seqs (s = max(1, floor(eps*count/2)): exact while
 B < 4/eps, i.e. W < 16/eps^2), and merged into one sorted array of every block inside the window,
@@ -56,9 +57,12 @@ class Sliding(QuantileOperator):
 
     def __init__(self, eps: float, rows: int | None) -> None:
         super().__init__(eps, rows)
-        # blocks of eps*W/4 positions (the sampled partial block's uncertainty), or up to 1/eps
-        # (and W/8) while exact: fewer merges per element (module doc)
-        self.B = 1 if rows is None else max(1, int(self.eps * int(rows) / 4), min(int(1 / self.eps), int(rows) // 8))
+        # blocks of eps*W/4 positions (the sampled partial block's uncertainty), or up to the largest
+        # exact block (< 4/eps: one sample per element) and W/8: fewer merges per element (module doc)
+        bx = int(4 / self.eps)
+        while bx > 1 and int(self.eps * bx / 2.0) > 1:  # close_open's s = max(1, floor(eps*count/2))
+            bx -= 1
+        self.B = 1 if rows is None else max(1, int(self.eps * int(rows) / 4), min(bx, int(rows) // 8))
         self.meta = np.zeros(K.META_SIZE, np.int64)
         self.meta[K.M_OLO] = -1
         self.meta[K.M_N] = -1
