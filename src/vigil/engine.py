@@ -184,7 +184,7 @@ class Engine:
             vis = np.zeros(hi - a, bool)
             for m, _ in full:
                 vis |= True if m is None else m
-            c = g._chk = (cols, a, hi, full, vis)
+            c = g._chk = (cols, a, hi, full, vis, bool(vis.all()))
             g._chk_refs = tuple(dict.fromkeys(r for _, refs in full for r in refs))
         return (c[3], c[4]), sub - c[1]
 
@@ -410,27 +410,28 @@ class Engine:
         for key, ks in per.items():
             got = self._ready(key, False).lookup_many(np.array([qids[k] for k in ks], np.int64), n)
             answers.update(zip(ks, got, strict=True))
-        run: tuple[list, list, list, list] = ([], [], [], [])  # plain answers in a row: one table
-        for k, op in enumerate(ops):
-            ans = answers.get(k)
-            if ans is not None and not isinstance(ans[0], PerKey):
-                run[0].append(self.ids[qids[k]])
-                run[1].append(op["at"])
-                run[2].append(ans[0])
-                run[3].append(ans[1])
-                continue
-            self.counts["ops_applied"] += self._out.emit_answers(run, self.position, self.out_counts)
-            if ans is not None:  # the others are rejected by _apply with its reasons
-                self.counts["ops_applied"] += 1
-                self._answer(qids[k], op["at"], *ans)
-            else:
-                self._apply(op, n)
-        self.counts["ops_applied"] += self._out.emit_answers(run, self.position, self.out_counts)
+        i = 0
+        while i < len(ops):  # runs of answered lookups as columns; the others rejected by _apply
+            j = i
+            while j < len(ops) and j in answers:
+                j += 1
+            if j > i:
+                oprun.emit_answers(self, [op["at"] for op in ops[i:j]], [None] * (j - i), qids[i:j],
+                                   [answers[k] for k in range(i, j)], [self.position] * (j - i))
+            if j < len(ops):
+                self._apply(ops[j], n)
+            i = j + 1
 
     # ------------------------------------------------------------------ elements
     def process(self, batch: pa.Table) -> pa.Table:
         """Apply a batch of stream rows (and the pending operations that fall inside it);
-        returns the output events produced since the last call."""
+        returns the output events produced since the last call. The cyclic garbage collector
+        pauses meanwhile (the batch's temporaries hold no cycles; its passes over them, and the
+        full passes they trigger over every live object, were up to a fifth of a tour batch)."""
+        with oprun.gc_paused():
+            return self._process(batch)
+
+    def _process(self, batch: pa.Table) -> pa.Table:
         n = batch.num_rows
         self.counts["rows_in"] += n
         cols = self._cols = Cols(batch)
@@ -531,15 +532,14 @@ class Engine:
                 seg.reasons.extend((int(seqs[s + p]), bad[p]) for p in sorted(bad))
             self.counts["rows_applied"] += int(ok.sum())
             sub, sseq = idx[s:c], seqs[s:c]
+            t_ok: dict[str, float] = {}  # time column -> the time of the run's last applied row
             self._hist_later.append((sub[ok], sseq[ok]))
             for g in list(self.groups.values()):  # fed when an operation touches it or the batch ends
                 if g.qids:  # (_ready), its visible rows computed then
                     g.__dict__.setdefault("_later", []).append((sub, sseq, ok, None))
                     tcol = g.time_column()
                     if tcol:  # the time the next rows are judged against
-                        vis = self._owned(g, self._seen(g, cols, sub)[1], sub) & ok
-                        if vis.any():
-                            g.t_last = max(g.t_last, float(cols.get(tcol, "time")[0][sub[vis][-1]]))
+                        g.t_last = max(g.t_last, self._t_seen(g, cols, sub, ok, tcol, t_ok))
                 elif g.keeps_history:
                     vis = self._owned(g, g._ok_rows(cols, sub), sub) & ok
                     g.__dict__.setdefault("_later", []).append((sub, sseq, ok, vis))
@@ -551,6 +551,19 @@ class Engine:
             seg.drop_after(ends)
         self._out.add(seg)
         self._seg = None
+
+    def _t_seen(self, g: Group, cols: Cols, sub: np.ndarray, ok: np.ndarray, tcol: str, t_ok: dict) -> float:
+        """The time of the last of rows ``sub`` that ``g`` sees and that were applied (``ok``)
+        (-inf: none); a group that sees every row of its span shares ``t_ok[tcol]``."""
+        (_, vis), o = self._span(g, cols, sub)
+        if self.partial is None and g._chk[5]:
+            t = t_ok.get(tcol)
+            if t is None:
+                last = np.flatnonzero(ok)
+                t = t_ok[tcol] = float(cols.get(tcol, "time")[0][sub[last[-1]]]) if len(last) else -np.inf
+            return t
+        vis = self._owned(g, vis[o], sub) & ok
+        return float(cols.get(tcol, "time")[0][sub[vis][-1]]) if vis.any() else -np.inf
 
     def _keep_history(self) -> None:
         """Rows of relations are the join state: keep the rows applied so far in this batch for join
@@ -571,8 +584,9 @@ class Engine:
 
     def finish(self) -> pa.Table:
         """End of input: apply every pending operation (after the last element)."""
-        self._apply_all(self.pending.take(len(self.pending)))
-        return self.take_outputs()
+        with oprun.gc_paused():
+            self._apply_all(self.pending.take(len(self.pending)))
+            return self.take_outputs()
 
     def take_outputs(self) -> pa.Table:
         return self._out.take(self.ids, self.out_counts)

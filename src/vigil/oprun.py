@@ -26,12 +26,14 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
 from . import jsonline, registry
 from .errors import HistoryRefused, Unsupported
+from .group import PerKey
 from .specs import fast_spec
 
 # how the reasons of registers refused after a valid spec begin (sharded mode frees their ids)
@@ -299,38 +301,101 @@ def split_later(later: list[tuple], upto: int) -> tuple[list[tuple], list[tuple]
 
 
 def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, float]) -> None:
-    """Answer lookups that waited until the end of a segment (:func:`deferrable`), in order, each
-    at its position: the engine's position is set to it while it applies (the outbox orders its
-    answer after the elements up to it), and its group is fed only the rows up to it (the rest
-    stays deferred). A group with a time column answers with the time of its last row up to the
-    lookup (``t_pre``: its time before the segment's rows, for a lookup that feeds it none), and
-    gets back the time of the segment's last row for judging the rows after the segment."""
+    """Answer lookups that waited until the end of a segment (:func:`deferrable`), each at its
+    position, group by group: a group's deferred rows up to its last lookup are gathered and their
+    visibility computed once, then it is fed the rows up to each of its lookup positions in turn
+    and asked there (one ``lookup_many`` per position), the rest of its rows stay deferred. A
+    group's answers depend on its own rows only, so walking the groups one after the other gives
+    the answers of applying the lookups in order. A group with a time column answers with the time
+    of its last row up to the lookup (``t_pre``: its time before the segment's rows, for a lookup
+    that feeds it none), and gets back the time of the segment's last row for judging the rows
+    after the segment. The answers are emitted as columns, in the lookups' order, each after the
+    elements up to its position (:meth:`vigil.outbox.Outbox.emit_answers`)."""
+    by_id, where, groups = eng.by_id, eng.where, eng.groups
+    qids = [by_id[op["id"]] for _, _, op in looks]
+    per: dict[str, list[int]] = {}  # group key -> indices of its lookups (ascending at)
+    for k, q in enumerate(qids):
+        per.setdefault(where[q], []).append(k)
+    answers: list[Any] = [None] * len(looks)
     pos0 = eng.position
-    t_end: dict[str, float] = {}  # group -> its time at the end of the segment (judging)
-    t_now = dict(t_pre)  # group -> its time at the rows fed so far
     try:
-        i = 0
-        while i < len(looks):
-            at = looks[i][0]
-            j = i + 1
-            while j < len(looks) and looks[j][0] == at:
-                j += 1
-            keys = [k for k in (eng.where.get(eng.by_id[t[2]["id"]]) for t in looks[i:j]) if k in t_now]
-            eng._horizon = eng.position = at
-            for key in keys:  # fed up to ``at`` here, so that its time is the one of its rows up to at
-                g = eng.groups[key]
-                t_end.setdefault(key, g.t_last)
-                g.t_last = t_now[key]
-                eng._ready(key, False)
-                t_now[key] = g.t_last
-            if j - i > 1:
-                eng._lookup_run([t[2] for t in looks[i:j]], at)
-            else:
-                eng._apply(looks[i][2], at)
-            i = j
+        for key, ks in per.items():
+            g = groups[key]
+            timed = key in t_pre
+            if timed:
+                t_end = g.t_last
+                g.t_last = t_pre[key]
+            eng.position = looks[ks[-1]][0]
+            walk(eng, g, [looks[k][0] for k in ks], [qids[k] for k in ks], ks, answers)
+            if timed:
+                g.t_last = max(g.t_last, t_end)
     finally:
-        eng._horizon, eng.position = None, pos0
-        for key, t in t_end.items():
-            g = eng.groups.get(key)
-            if g is not None:
-                g.t_last = max(g.t_last, t)
+        eng.position = pos0
+    ats = [t[0] for t in looks]
+    emit_answers(eng, ats, [None] * len(looks), qids, answers, ats)
+
+
+def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) -> None:
+    """Group ``g`` fed its deferred rows up to each position of ``ats`` (ascending) in turn and
+    asked for the queries ``qids`` there (one ``lookup_many`` call per position); the answers go
+    to ``answers[ks[i]]``; its rows after the last position stay deferred."""
+    later = g.__dict__.pop("_later", None)
+    rows = seqs = vis = None
+    if later:
+        later, rest = split_later(later, ats[-1])
+        if rest:
+            g._later = rest
+    starts = [i for i in range(len(ats)) if not i or ats[i] != ats[i - 1]]  # one call per position
+    if later:
+        cols, seg = eng._cols, eng._seg
+        rows, seqs = np.concatenate([e[0] for e in later]), np.concatenate([e[1] for e in later])
+        vis = eng._owned(g, g.visible(cols, rows), rows) & np.concatenate([e[2] for e in later])
+        every = bool(vis.all())
+        cuts = np.searchsorted(seqs, [ats[i] for i in starts], side="right").tolist()
+    fed = 0
+    starts.append(len(ats))
+    for c, (i, j) in enumerate(pairwise(starts)):
+        if rows is not None and cuts[c] > fed:
+            e = cuts[c]
+            if g.follows_positions:  # rejected rows move its windows too: it gets every row
+                g.feed_positions(cols, rows[fed:e], seqs[fed:e], vis[fed:e], seg)
+            elif every:
+                g.feed(cols, rows[fed:e], seqs[fed:e], seg)
+            else:
+                v = vis[fed:e]
+                if v.any():
+                    g.feed(cols, rows[fed:e][v], seqs[fed:e][v], seg)
+            fed = e
+        got = g.lookup_many(np.array(qids[i:j], np.int64), ats[i])
+        for k, a in zip(ks[i:j], got, strict=True):
+            answers[k] = a
+
+
+def emit_answers(eng, ats: list[int], asked: list, qids: list[int], answers: list, pos: list[int]) -> None:
+    """The answers (value, keys) of lookups of queries ``qids`` at positions ``ats`` (``asked``:
+    their ``asked_at`` or None), applied at engine positions ``pos``, as answer events, in order,
+    as columns (no dict per event): a per-key answer
+    (:class:`vigil.group.PerKey`) is one event per key, or one with an empty key list when no
+    key has a value. Counts the lookups applied."""
+    ids = eng.ids
+    run: tuple[list, list, list, list, list, list] = ([], [], [], [], [], [])  # id, at, value, keys, asked, pos
+    r_id, r_at, r_val, r_keys, r_asked, r_pos = run
+    for at, ask, q, (value, keys), p in zip(ats, asked, qids, answers, pos, strict=True):
+        if isinstance(value, PerKey):
+            items = value or [([], None)]
+            for k, v in items:
+                r_id.append(ids[q])
+                r_at.append(at)
+                r_val.append(v)
+                r_keys.append(list(k))
+                r_asked.append(ask)
+                r_pos.append(p)
+            continue
+        r_id.append(ids[q])
+        r_at.append(at)
+        r_val.append(value)
+        r_keys.append(keys)
+        r_asked.append(ask)
+        r_pos.append(p)
+    eng.counts["ops_applied"] += len(qids)
+    eng._out.emit_answers(run, eng.out_counts)

@@ -41,21 +41,21 @@ class Outbox:
         self.rows.append(row)
         self.pos.append(pos)
 
-    def emit_answers(self, run: tuple[list, list, list, list], pos: int, out_counts: dict[str, int]) -> int:
-        """Answer events gathered as columns (ids, at, value, keys; the other columns null), emitted
-        one after the other at engine position ``pos`` as one table (a run of lookups: no dict
-        per answer); clears ``run``, counts them in ``out_counts``, returns how many."""
-        ids, at, values, keys = run
+    def emit_answers(self, run: tuple[list, ...], out_counts: dict[str, int]) -> int:
+        """Answer events gathered as columns (ids, at, value, keys, asked_at, and the engine
+        position each was emitted at; the other columns null), emitted one after the other as one
+        table (a run of lookups: no dict per answer); clears ``run``, counts them in
+        ``out_counts``, returns how many."""
+        ids, at, values, keys, asked, pos = run
         k = len(ids)
         if not k:
             return 0
-        null = pa.nulls(k)
         cols = {"event": pa.array(["answer"] * k, pa.string()), "id": pa.array(ids, pa.string()),
                 "at": pa.array(at, pa.int64()), "value": pa.array(values, pa.float64()),
-                "keys": pa.array(keys, pa.list_(pa.string()))}
-        self.rows.append(pa.table([cols[f.name] if f.name in cols else null.cast(f.type) for f in OUTPUT_SCHEMA],
+                "keys": pa.array(keys, pa.list_(pa.string())), "asked_at": pa.array(asked, pa.int64())}
+        self.rows.append(pa.table([cols[f.name] if f.name in cols else pa.nulls(k, f.type) for f in OUTPUT_SCHEMA],
                                   schema=OUTPUT_SCHEMA))
-        self.pos.extend([pos] * k)
+        self.pos.extend(pos)
         out_counts["answer"] = out_counts.get("answer", 0) + k
         for col in run:
             col.clear()
