@@ -17,9 +17,13 @@ pytestmark = pytest.mark.slow
 
 
 def _until(w, rows: int, timeout: float = 240.0) -> None:
+    """Wait until the watch has applied ``rows`` rows (polling its metrics: processAllAvailable
+    never returns on a source that keeps producing, such as ``rate``)."""
     t0 = time.time()
     while time.time() - t0 < timeout:
-        w.process_all_available()
+        w.processor._check()
+        if w.query.exception() is not None:
+            raise AssertionError(f"the watch failed: {w.query.exception()}")
         if sum(m["rows_in"] for m in w.metrics() if not m.get("final")) >= rows:
             return
         time.sleep(0.5)
