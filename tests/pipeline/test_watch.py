@@ -3,6 +3,7 @@ sink; driver and sharded mode; the same events as the engine over the same rows.
 
 from __future__ import annotations
 
+import os
 import time
 
 import pyarrow as pa
@@ -79,8 +80,10 @@ def test_file_source_sharded_to_a_parquet_sink(spark, tmp_path):
     t = trades(n, n_symbols=8, seed=5)
     d = tmp_path / "s"
     d.mkdir()
-    for i in range(files):
+    t0 = time.time() - 100
+    for i in range(files):  # distinct modification times: Spark's file source takes files in that order
         pq.write_table(t.slice(i * n // files, n // files), d / f"part-{i}.parquet")
+        os.utime(d / f"part-{i}.parquet", (t0 + 10 * i, t0 + 10 * i))
     ops = trade_queries(n, 40, n_symbols=8, seed=6, lookups=5, families=("threshold", "window", "substream"),
                         joins=False)
     src = spark.readStream.schema(spark.read.parquet(str(d)).schema).option("maxFilesPerTrigger", 1).parquet(str(d))
