@@ -14,9 +14,10 @@ A micro-batch's stream rows stay in Spark. Two Spark jobs move them:
    and :func:`shard_run` applies them on the shard's live engine (:mod:`.shard_store`).
 
 The driver sends each task the routing plan (O(distinct routing signatures), not O(queries)) and
-the operations, and receives the outputs. A batch whose rows must be ordered by a ``seq`` column
-(the reorder buffer lives on the driver) or that comes from Kafka is collected as before; its
-rows are cut by the same :func:`route_part`.
+the operations, and receives the outputs. A batch whose rows carry a ``seq`` column stays in Spark
+when it continues the stream exactly (seqs P+1..P+n, in any order); any other (the reorder
+buffer's work, on the driver) or one that comes from Kafka is collected as before; its rows are
+cut by the same :func:`route_part`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vigil.events import ERROR_COLUMN, numeric_column
+from vigil.events import ERROR_COLUMN, numeric_column, seq_column
 from vigil.state import bytes_table, pack, table_bytes, unpack
 
 from .shard_task import _is, _shard_of, _text, join_destinations, shard_task
@@ -52,6 +53,7 @@ def plan_of(st: dict, ids: list[str], shards: int, before: int, marks: list[int]
         "before": int(before),
         "carry": {t: float(st["clock"].get(t, -math.inf)) for t in {st["sub"][i][1] for i in ids if i in st["sub"]}},
         "marks": np.asarray(sorted(set(marks)), np.int64),
+        "end": None,  # the batch's last position (set by the driver before routing)
     }
 
 
@@ -125,13 +127,15 @@ def running_time(rows: pa.Table, tcol: str, carry: float) -> np.ndarray:
 
 def route_part(rt: dict, rows: pa.Table, carry: dict[str, float]) -> dict[int, bytes]:
     """Rows with their ``seq`` (ascending; one file, or a whole collected batch) -> per shard, the
-    payload it receives: its rows, their ownership masks, and the global time at the batch's
-    operation positions that fall among these rows (every shard gets those)."""
+    payload it receives: its rows, their ownership masks, and, at each operation position p of
+    the batch from these rows' first seq on, the largest time of these rows up to p (with
+    ``carry``); every shard gets those, and takes the largest over the parts (:func:`gather`)."""
     masks, own = route_masks(rt, rows)
     marks: dict[str, list[np.ndarray]] = {}
-    if rt["tcols"] and rows.num_rows:
+    if rt["tcols"] and rows.num_rows:  # the rows' part of the global time at each operation position
         seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
-        m = rt["marks"][(rt["marks"] >= seqs[0]) & (rt["marks"] <= seqs[-1])]
+        end = rt["end"] if rt["end"] is not None else seqs[-1]
+        m = rt["marks"][(rt["marks"] >= seqs[0]) & (rt["marks"] <= end)]
         if len(m):
             at = np.searchsorted(seqs, m, side="right") - 1
             for tcol in rt["tcols"]:
@@ -161,13 +165,20 @@ def gather(rt: dict, payloads: list[bytes]) -> tuple[bytes, dict[str, Any]]:
     tags = sorted({tag for _, _, o in parts for tag in o})
     own = {tag: np.concatenate([o[tag] if tag in o else np.zeros(t.num_rows, bool) for _, t, o in parts])
            if parts else np.zeros(0, bool) for tag in tags}
+    seqs = np.asarray(rows.column("seq").to_numpy(zero_copy_only=False), np.int64)
+    if len(seqs) > 1 and np.any(np.diff(seqs) < 0):  # parts whose seqs interleave (a stream's own seq)
+        o = np.argsort(seqs, kind="stable")
+        rows = rows.take(pa.array(o))
+        own = {tag: m[o] for tag, m in own.items()}
     clock = {}
     for tcol in rt["tcols"]:
         got = marks.get(tcol, [])
         s = np.concatenate([np.array([rt["before"]], np.int64)] + [a for a, _ in got])
         v = np.concatenate([np.array([rt["carry"].get(tcol, -math.inf)])] + [b for _, b in got])
-        o = np.argsort(s, kind="stable")
-        clock[tcol] = (s[o], v[o])
+        o = np.lexsort((v, s))
+        s, v = s[o], np.maximum.accumulate(v[o])
+        last = np.r_[s[1:] != s[:-1], True]  # per position, the largest over the parts
+        clock[tcol] = (s[last], v[last])
     return table_bytes(rows), {"own": own, "clock": clock or None}
 
 
@@ -195,6 +206,46 @@ def shard_run(shard: int, payloads: list[bytes], rt: dict, ops: list[str], base:
     rows (same result tuple)."""
     rows_b, got = gather(rt, payloads)
     return shard_task((shard, rows_b, ops, base, settings, False, {**extra, **got}))
+
+
+# ----------------------------------------------------------------------------- driver side
+
+
+def time_columns(ops: list[str], columns: set[str] | None) -> set[str]:
+    """Time columns of the substream filters registered by ``ops``."""
+    from vigil.engine import Engine
+    from vigil.specs import SpecError, SubstreamFilterSpec, parse_query
+
+    out = set()
+    for raw in ops:
+        op, err = Engine._parse_op(raw)
+        if err or op.get("op") != "register":
+            continue
+        try:
+            spec = parse_query(op["query"], columns)
+        except SpecError:
+            continue
+        if isinstance(spec, SubstreamFilterSpec):
+            out.add(spec.time_column)
+    return out
+
+
+def file_table(meta: pa.Table, tcols: list[str], order: list[str] | None) -> list[tuple[str, int, int, dict]]:
+    """The count job's records -> per stream file in applied order: (path, first _row, rows,
+    largest time per column)."""
+    from .sources import FileOrder
+
+    per: dict[str, list] = {}
+    for f, mt, lo, n, tm in zip(*(meta.column(c).to_pylist() for c in ("file", "mtime", "lo", "n", "tmax")),
+                                strict=True):
+        cur = per.setdefault(f, [mt, lo, 0, [-math.inf] * len(tcols)])
+        cur[1], cur[2] = min(cur[1], lo), cur[2] + n
+        cur[3] = [max(a, b) for a, b in zip(cur[3], tm or [], strict=False)] if tm else cur[3]
+    fo = FileOrder(pa.table({"_file": pa.array(list(per), pa.string()),
+                             "_mtime": pa.array([v[0] for v in per.values()], pa.int64())}), order)
+    names = list(per)
+    return [(names[i], per[names[i]][1], per[names[i]][2], dict(zip(tcols, per[names[i]][3], strict=True)))
+            for i in fo.sort(names)]
 
 
 # ----------------------------------------------------------------------------- executor side
@@ -242,7 +293,8 @@ def _ms(v) -> int:
     return int(x.timestamp() * 1000)
 
 
-META_SCHEMA = "file string, mtime long, lo long, n long, seqcol boolean, tmax array<double>"
+META_SCHEMA = ("file string, mtime long, lo long, n long, seqcol boolean, tmax array<double>, "
+               "sbad long, smin long, smax long")
 ROUTE_SCHEMA = "shard int, first long, payload binary"
 
 
@@ -255,14 +307,19 @@ def meta_fn(fmt: str, tcols: list[str]):
             recs = []
             for name, mtime, rows, lo in file_rows(b, fmt):
                 tmax = [float(np.max(running_time(rows, c, -math.inf), initial=-math.inf)) for c in tcols]
-                recs.append((name, mtime, lo, rows.num_rows, "seq" in rows.column_names, tmax))
+                has = "seq" in rows.column_names
+                sq, bad = seq_column(rows) if has else (np.zeros(0, np.int64), {})
+                ok = sq[sq > 0]
+                recs.append((name, mtime, lo, rows.num_rows, has, tmax, len(bad) if has else rows.num_rows,
+                             int(ok.min()) if len(ok) else 0, int(ok.max()) if len(ok) else 0))
             if recs:
                 cols = list(zip(*recs, strict=True))
                 yield pa.RecordBatch.from_arrays(
                     [pa.array(cols[0], pa.string()), pa.array(cols[1], pa.int64()), pa.array(cols[2], pa.int64()),
                      pa.array(cols[3], pa.int64()), pa.array(cols[4], pa.bool_()),
-                     pa.array(cols[5], pa.list_(pa.float64()))],
-                    names=["file", "mtime", "lo", "n", "seqcol", "tmax"])
+                     pa.array(cols[5], pa.list_(pa.float64())), pa.array(cols[6], pa.int64()),
+                     pa.array(cols[7], pa.int64()), pa.array(cols[8], pa.int64())],
+                    names=["file", "mtime", "lo", "n", "seqcol", "tmax", "sbad", "smin", "smax"])
 
     return run
 
@@ -278,7 +335,14 @@ def route_fn(fmt: str, rt: dict, starts: dict[str, tuple[int, int, dict[str, flo
             for name, _mtime, rows, lo in file_rows(b, fmt):
                 first, lo0, carry = starts[name]
                 seq0, carry = done.get(name, (first + (lo - lo0), carry))
-                rows = rows.append_column("seq", pa.array(np.arange(seq0, seq0 + rows.num_rows, dtype=np.int64)))
+                if "seq" in rows.column_names:  # the stream's own seq (checked by the count job)
+                    sq = seq_column(rows)[0]
+                    o = np.argsort(sq, kind="stable")
+                    rows = rows.drop_columns(["seq"]).take(pa.array(o)).append_column("seq", pa.array(sq[o]))
+                    seq0 = int(sq[o[0]]) if len(o) else seq0
+                    carry = dict(rt["carry"])  # interleaving parts: each reports its own maxima
+                else:
+                    rows = rows.append_column("seq", pa.array(np.arange(seq0, seq0 + rows.num_rows, dtype=np.int64)))
                 for k, payload in route_part(rt, rows, carry).items():
                     recs.append((k, seq0, payload))
                 carry = {c: float(max(v, running_time(rows, c, v)[-1] if rows.num_rows else v)) for c, v in carry.items()}

@@ -121,43 +121,6 @@ def _run_routed(item: tuple) -> tuple:
     return shard_route.shard_run(*item)
 
 
-def _time_columns(ops: list[str], columns: set[str] | None) -> set[str]:
-    """Time columns of the substream filters registered by ``ops``."""
-    from vigil.engine import Engine
-    from vigil.specs import SpecError, SubstreamFilterSpec, parse_query
-
-    out = set()
-    for raw in ops:
-        op, err = Engine._parse_op(raw)
-        if err or op.get("op") != "register":
-            continue
-        try:
-            spec = parse_query(op["query"], columns)
-        except SpecError:
-            continue
-        if isinstance(spec, SubstreamFilterSpec):
-            out.add(spec.time_column)
-    return out
-
-
-def _file_table(meta: pa.Table, tcols: list[str], order: list[str] | None) -> list[tuple[str, int, int, dict]]:
-    """The count job's records -> per stream file in applied order: (path, first _row, rows,
-    largest time per column)."""
-    from .sources import FileOrder
-
-    per: dict[str, list] = {}
-    for f, mt, lo, n, tm in zip(*(meta.column(c).to_pylist() for c in ("file", "mtime", "lo", "n", "tmax")),
-                                strict=True):
-        cur = per.setdefault(f, [mt, lo, 0, [-math.inf] * len(tcols)])
-        cur[1], cur[2] = min(cur[1], lo), cur[2] + n
-        cur[3] = [max(a, b) for a, b in zip(cur[3], tm or [], strict=False)] if tm else cur[3]
-    fo = FileOrder(pa.table({"_file": pa.array(list(per), pa.string()),
-                             "_mtime": pa.array([v[0] for v in per.values()], pa.int64())}), order)
-    names = list(per)
-    return [(names[i], per[names[i]][1], per[names[i]][2], dict(zip(tcols, per[names[i]][3], strict=True)))
-            for i in fo.sort(names)]
-
-
 class ShardedProcessor(BaseProcessor):
     """The ``foreachBatch`` function of sharded mode."""
 
@@ -169,6 +132,7 @@ class ShardedProcessor(BaseProcessor):
         self.alive: dict[str, int] = {}
         self._cur = -1  # the batch being processed (driver bytes are counted for it)
         self.rlog = RoutingLog(self.store.dir, _PER_QUERY)
+        self.spark_batches = 0  # batches whose rows stayed in Spark (the others were collected)
         self._gens: dict[int, int] = {}  # kept snapshot -> the routing generation it refers to
 
     # ---------------------------------------------------------------- state
@@ -454,27 +418,42 @@ class ShardedProcessor(BaseProcessor):
             rows_df = df.filter(F.col("_op").isNull()).drop("_op")
         else:
             ops_t, rows_df = None, df
-        if "seq" in rows_df.columns:
-            return False
         ops, _, op_files = sources.split_batch(ops_t, self.cfg.fmt, order) if ops_t is not None else ([], None, [])
         self.io(batch_id)["in"] += ops_t.nbytes if ops_t is not None else 0
         if self.state is None or self.batch != batch_id - 1:
             self.state = self.load(batch_id - 1)
-        tcols = sorted({v[1] for v in self.state["sub"].values()} | _time_columns(ops, self.columns))
+        tcols = sorted({v[1] for v in self.state["sub"].values()} | shard_route.time_columns(ops, self.columns))
         rows_df = sources.with_row_index(rows_df).persist()
         try:
             meta = rows_df.mapInArrow(shard_route.meta_fn(self.cfg.fmt, tcols), shard_route.META_SCHEMA).toArrow()
             self.io(batch_id)["in"] += meta.nbytes
-            if pc.any(meta.column("seqcol")).as_py():
-                return False
-            files = _file_table(meta, tcols, order)
+            files = shard_route.file_table(meta, tcols, order)
+            own_seq = bool(pc.any(meta.column("seqcol")).as_py())
+            if own_seq and not self._seq_in_order(rows_df, meta):
+                return False  # the reorder buffer's work: collected
             t_collect = time.perf_counter() - t0
             self.write_manifest(batch_id, op_files + [f[0] for f in files])
+            self.spark_batches += 1
             self.run_batch(batch_id, ops, None, len(op_files) + len(files), t0, t_collect,
-                           files=op_files + [f[0] for f in files], spark_rows=(rows_df, files))
+                           files=op_files + [f[0] for f in files], spark_rows=(rows_df, files, own_seq))
         finally:
             rows_df.unpersist()
         return True
+
+    def _seq_in_order(self, rows_df, meta: pa.Table) -> bool:
+        """Rows that carry ``seq`` can stay in Spark when the batch is exactly the next positions
+        P+1..P+n (in any order within the batch) and the reorder buffer holds nothing: every
+        row has a usable seq, the smallest is P+1, the largest P+n and no seq repeats (a
+        distinct count on the executors). Anything else is the reorder buffer's work."""
+        from pyspark.sql import functions as F
+
+        n = pc.sum(meta.column("n")).as_py() or 0
+        P = self.state["position"]
+        if len(self.reorder) or not n or (pc.sum(meta.column("sbad")).as_py() or 0):
+            return False
+        if pc.min(meta.column("smin")).as_py() != P + 1 or pc.max(meta.column("smax")).as_py() != P + n:
+            return False
+        return rows_df.select(F.count_distinct("seq")).first()[0] == n
 
     def run_batch(self, batch_id: int, ops: list, rows: pa.Table | None, n_files: int = 0, t0: float | None = None,
                   t_collect: float = 0.0, files: list[str] | None = None, spark_rows=None) -> pa.Table:
@@ -549,7 +528,7 @@ class ShardedProcessor(BaseProcessor):
                         per_ops: list[list[str]], hist: list[bytes]) -> tuple[list[tuple], int]:
         """The route job: every file's rows get their seq and go to their shards through Spark's
         shuffle; each shard's task applies them. Returns (shard results, rows in the batch)."""
-        rows_df, files = spark_rows
+        rows_df, files, own_seq = spark_rows
         rt = shard_route.plan_of(st, ids, self.S, before, marks)
         starts, pos = {}, before
         carry = dict(rt["carry"])
@@ -559,6 +538,11 @@ class ShardedProcessor(BaseProcessor):
             for t in rt["tcols"]:
                 carry[t] = max(carry[t], tmax.get(t, -math.inf))
         n_rows = pos - before
+        rt["end"] = pos
+        if own_seq:  # the stream's own seq (the next positions, see _seq_in_order)
+            self.reorder.position = pos
+            self.reorder.counts["released"] += n_rows
+            starts = {name: (v[0], v[1], dict(rt["carry"])) for name, v in starts.items()}
         if n_rows:
             st["maxseq"] = max(st["maxseq"], pos)
             st["position"] = pos
