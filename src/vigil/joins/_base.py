@@ -14,7 +14,8 @@ may arrive):
   the B-tree on S(B, T).
 
 Arriving batches go to a small sorted buffer part (O(B + b log b) per batch of b tuples) merged
-into the main part when it outgrows max(2048, N/8) (O(N)); probes run over both parts.
+into the main part when it outgrows max(2048, N/8) (O(N)); probes run over both parts. Stored
+tuples are indexed when the side is next probed (``_Side.parts``), not at their insert.
 Operators run in one of three output modes: ``pairs`` and ``affected`` (the protocol) and
 ``count`` (benchmarks: the kernels count result pairs without materialising them; insert then
 returns empty arrays and adds to ``self.counted``).
@@ -151,7 +152,11 @@ class _Side:
     """The stored tuples of one relation: the raw columns, and the ordered indexes in two parts:
     ``main`` and a small ``buf`` that takes arriving batches (O(B) per insert instead of O(N))
     and is merged into ``main`` when it exceeds max(BUF_MIN, sqrt-ish N / 8) tuples; probes run
-    over both parts (amortized O(N / B) per stored tuple)."""
+    over both parts (amortized O(N / B) per stored tuple). The indexes are brought up to date
+    lazily: :meth:`add` only appends the raw columns, and :meth:`parts` (what every probe of this
+    side reads) first indexes the tuples added since, as one block; so a side that is never
+    probed (a stream joined with a stored table) pays no index upkeep, and one probed after
+    every batch pays what it paid per batch before."""
 
     BUF_MIN = 2048
 
@@ -166,24 +171,35 @@ class _Side:
         self.main = _Index(kind)
         self.buf = _Index(kind)
         self._buf_from = 0  # raw position where the buffer's tuples start
+        self._indexed = 0  # raw rows held by main and buf (the rest: added, not indexed yet)
         self.gen = 0  # bumped when trim() replaces the raw columns (caches over them restart)
 
     def add(self, seqs: np.ndarray, key: np.ndarray, x: np.ndarray, t: np.ndarray) -> None:
-        if self.buf.n == 0:
-            self._buf_from = len(self.seqs)  # the buffer holds the raw rows from here on
         self.seqs.extend(seqs)
         self.keys.extend(key)
         self.x.extend(x)
         self.t.extend(t)
-        if self.main.n == 0 or len(seqs) >= self.BUF_MIN or self.buf.n + len(seqs) > max(self.BUF_MIN, self.main.n // 8):
-            a = self._buf_from  # merge the buffer and this batch into main
-            self.main.add(self.seqs.view[a:].copy(), self.keys.view[a:].copy(), self.x.view[a:].copy(),
-                          self.t.view[a:].copy())
+
+    def _index(self) -> None:
+        """Index the raw rows added since the last call, as one block (into the buffer, or the
+        buffer and the block merged into main when they outgrow it)."""
+        a, n = self._indexed, len(self.seqs)
+        m = n - a
+        if self.buf.n == 0:
+            self._buf_from = a  # the buffer holds the raw rows from here on
+        if self.main.n == 0 or m >= self.BUF_MIN or self.buf.n + m > max(self.BUF_MIN, self.main.n // 8):
+            b = self._buf_from  # merge the buffer and this block into main
+            self.main.add(self.seqs.view[b:].copy(), self.keys.view[b:].copy(), self.x.view[b:].copy(),
+                          self.t.view[b:].copy())
             self.buf = _Index(self.kind)
         else:
-            self.buf.add(seqs, key, x, t)
+            self.buf.add(self.seqs.view[a:n].copy(), self.keys.view[a:n].copy(), self.x.view[a:n].copy(),
+                         self.t.view[a:n].copy())
+        self._indexed = n
 
     def parts(self) -> list[_Index]:
+        if self._indexed < len(self.seqs):
+            self._index()
         return [p for p in (self.main, self.buf) if p.n]
 
     def trim(self, cutoff: float) -> bool:
@@ -210,6 +226,7 @@ class _Side:
         self.main = _Index(self.kind)
         self.buf = _Index(self.kind)
         self._buf_from = 0
+        self._indexed = len(seqs)
         if len(seqs):
             self.main.add(seqs, keys, x, t)
 

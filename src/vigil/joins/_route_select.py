@@ -46,6 +46,8 @@ Cost: O(1) per tuple, O(plans) extra per batch; space O(buckets) (the histograms
 
 from __future__ import annotations
 
+import time
+
 import numba
 import numpy as np
 
@@ -272,3 +274,92 @@ def route_batch(key, x, S, sv, out, est):
             first = -1
     sv[QB] = 1.0 if first == inc else 0.0
     return first
+
+
+@numba.njit(cache=True, nogil=True)
+def split(key, out, sv, skip_min, first, order, counts):
+    """Group a routed batch by plan in one pass (a counting sort: no numpy call per plan).
+    ``out``: the plan per tuple (route_batch); ``first``: route_batch's answer (the plan if all
+    got the same). Tuples whose key has no stored partner (:func:`partnerless`, exact) are set
+    aside as plan PLANS (their answer is empty whatever the plan; their decision is taken back
+    from sv's counts) when there are at least ``skip_min`` of them or the batch is split anyway
+    (``skip_min`` < 0: never). Returns the plan that takes the whole batch unchanged, or -1:
+    then ``order[:n]`` lists the tuple indexes plan by plan (ascending within each plan, the
+    set-aside ones last) and ``counts[j]`` the tuples of plan j (``counts[PLANS]``: set aside)."""
+    n = len(key)
+    for j in range(PLANS + 1):
+        counts[j] = 0
+    npl = 0
+    if skip_min >= 0:
+        for i in range(n):
+            if partnerless(key[i], sv):
+                npl += 1
+    if first >= 0 and (skip_min < 0 or npl < skip_min):
+        return first
+    for i in range(n):
+        c = out[i]
+        if npl > 0 and partnerless(key[i], sv):
+            sv[DEC + c] -= 1.0
+            c = PLANS
+            out[i] = c
+        counts[c] += 1
+    pos = np.empty(PLANS + 1, np.int64)
+    s = 0
+    for j in range(PLANS + 1):
+        pos[j] = s
+        s += counts[j]
+    for i in range(n):
+        c = out[i]
+        order[pos[c]] = i
+        pos[c] += 1
+    return -1
+
+
+def probe_routed(op, side, seqs, key, x, t, mode, ch, first, t0):
+    """Select joins: probe a batch routed by :func:`route_batch` (plans in ``ch``, ``first``) on
+    the operator ``op`` (a ``Dynamic``): :func:`split` groups it by plan in one pass and sets
+    aside the tuples without a stored partner; each plan probes its sub-batch; count mode adds
+    the counts, the other modes concatenate the outputs with the tuple indexes mapped back (the
+    caller restores the protocol's order). ``op.route_seconds`` gets everything but the plans'
+    probes (``t0``: when routing started). O(n) besides the probes."""
+    n = len(key)
+    if len(op._order) < n:
+        op._order = np.empty(2 * n, np.int64)
+    order, counts = op._order, op._counts
+    skip = op.skip_min if op.skip_partnerless else -1
+    one = split(key, ch, op._fast[side][2], skip, first, order, counts)
+    if one >= 0:
+        t1 = time.perf_counter()
+        op.route_seconds += t1 - t0
+        res = op._run_ordered(op.choices[one], side, seqs, key, x, t, mode)
+        if op.explore_every and n >= op.cal_min:
+            op._calibrate(side, one, time.perf_counter() - t1)
+        return res
+    op.no_partner += int(counts[PLANS])
+    op.last_choice = ch.copy()
+    outs, probe, s, cnt = [], 0.0, 0, 0
+    for c in range(PLANS):
+        m = int(counts[c])
+        if m == 0:
+            continue
+        idx = order[s:s + m]
+        s += m
+        t1 = time.perf_counter()
+        q, i, o, k = op._run_ordered(op.choices[c], side, seqs[idx], key[idx], x[idx], t[idx], mode)
+        dt = time.perf_counter() - t1
+        probe += dt
+        if op.explore_every and m >= op.cal_min:
+            op._calibrate(side, c, dt)
+        cnt += k
+        if mode != 2:
+            outs.append((q, idx[i], o))
+    e = np.empty(0, np.int64)
+    if not outs:
+        res = (e, e, e.copy(), cnt)
+    elif len(outs) == 1:
+        res = (*outs[0], cnt)
+    else:
+        res = (np.concatenate([v[0] for v in outs]), np.concatenate([v[1] for v in outs]),
+               np.concatenate([v[2] for v in outs]), cnt)
+    op.route_seconds += time.perf_counter() - t0 - probe
+    return res

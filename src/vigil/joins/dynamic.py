@@ -106,6 +106,9 @@ class Dynamic(JoinBase):
     window_calibrate: ClassVar[bool] = True  # window joins: plans' factors from measured sub-batches
     cache_mbar: ClassVar[bool] = True  # window joins: m̄_b from the skyline caches (False: estimate only)
     order_min: ClassVar[int] = 64
+    # routed batches: tuples without a stored partner (exact, key histogram) are not probed when at
+    # least skip_min of them or the batch is split between plans anyway (_route_select.split)
+    skip_min: ClassVar[int] = 64
     # ... for these plans only: SJ-Hotspot orders its batch itself since 1ac086d (R.A order measured
     # 0.997-1.014x on it, i.e. only the sort's cost), SelectFirst / Vanilla not measured
     order_plans: ClassVar[tuple[str, ...]] = ("join_first",)
@@ -132,6 +135,7 @@ class Dynamic(JoinBase):
         self.no_partner = 0  # one-tuple calls answered without a plan (no stored partner)
         self.last_choice = np.empty(0, np.int64)  # the last batch split between plans
         self._out = np.empty(0, np.int64)
+        self._order, self._counts = np.empty(0, np.int64), np.zeros(rs.PLANS + 1, np.int64)  # probe_routed
         self._est = np.zeros(4)  # per plan: uncalibrated estimate (us) of the last batch's tuples
         self._warm = False  # every plan's kernels loaded (first _prepare)
         self._calibrated: dict[str, set[int]] = {}  # per arriving side: plans measured so far
@@ -479,6 +483,7 @@ class Dynamic(JoinBase):
                 self._run(c, side, seqs[one], key[one], x[one], t[one], 2)
             sv = self._select_state(side).copy()
             rs.route_batch(np.repeat(key[one], 2), np.repeat(x[one], 2), 1.0, sv, np.empty(2, np.int64), np.zeros(4))
+            rs.split(np.repeat(key[one], 2), np.zeros(2, np.int64), sv, 0, -1, np.empty(2, np.int64), self._counts)
         self._ready.add(side)
 
     def _probe(self, side, seqs, key, x, t, mode):
@@ -521,8 +526,8 @@ class Dynamic(JoinBase):
                 ch[:] = self.oracle_choice[: len(key)]
                 self.oracle_choice = self.oracle_choice[len(key):]
                 first = int(ch[0]) if (ch == ch[0]).all() else -1
-            else:
-                first = self._route_select(side, key, x, ch)
+            else:  # split in one pass, partnerless tuples set aside (_route_select.probe_routed)
+                return rs.probe_routed(self, side, seqs, key, x, t, mode, ch, self._route_select(side, key, x, ch), t0)
         elif self.kind == "window":
             ch = np.empty(len(key), np.int64)
             first = self._route_window(side, key, x, t, ch)
