@@ -90,3 +90,24 @@ def test_side_indexes_lazily_and_equals_an_eager_build(kind):
                 assert np.array_equal(a, b)
         else:  # main + buffer: together the same tuples in the same order per key
             assert sum(p.n for p in parts) == eager.n
+
+
+def test_a_forced_plan_probes_in_the_routed_batch_order():
+    """The benchmarks' static plans are ``dynamic`` forced to one plan: SJ-JoinFirst then probes
+    a batch in the R.A order its routed sub-batches get (_run_ordered), so that routing is not
+    credited with the ordering (before, forced batches were probed in arrival order)."""
+    op = _loaded(dynamic.Dynamic, "count", np.random.default_rng(4))
+    op.force = "join_first"
+    seen = []
+    plan = op.route["join_first"]
+    probe = plan.probe
+
+    def spy(side, seqs, key, x, t, mode):
+        seen.append(x.copy())
+        return probe(side, seqs, key, x, t, mode)
+
+    plan.probe = spy
+    rng = np.random.default_rng(0)
+    n = 2 * op.order_min
+    op.insert("left", np.arange(10**6, 10**6 + n), rng.integers(0, 40, n), rng.uniform(0, 130, (n, 1)))
+    assert len(seen[-1]) == n and (np.diff(seen[-1]) >= 0).all()  # (before it: the warm-up probe of one tuple)

@@ -125,6 +125,8 @@ def _costs(b, a, ls, sv):
         j = int((b - sv[KLO]) // kw)
         if j < nk:
             mp = sv[KC + j] / kw
+    if mp == 0.0:  # no partner (estimate): every term but the alpha's is 0
+        return sv[P] * ls * sv[CAL], sv[P + 5] * ls * sv[CAL + 1], sv[P + 8] * ls * sv[CAL + 2], sv[P + 12] * ls * sv[CAL + 3]
     lmp = np.log2(1.0 + mp)
     n1 = _range(a, sv[E0], sv[W], sv, KC + nk, nn, sv[NL], sv[NR])
     n2 = _range(a, sv[SE0], sv[SW], sv, KC + nk + nn, ns, sv[SNL], sv[SNR])

@@ -515,8 +515,8 @@ class Dynamic(JoinBase):
         if side not in self._ready:
             self._prepare(side, seqs, key, x, t)
         if self.force is not None:
-            self._dec[self.choices.index(self.force)] += len(key)
-            return self._run(self.force, side, seqs, key, x, t, mode)
+            self._dec[self.choices.index(self.force)] += len(key)  # a static plan: batch order as when routed
+            return self._run_ordered(self.force, side, seqs, key, x, t, mode)
         t0 = time.perf_counter()
         if self.kind == "select":
             if len(self._out) < len(key):
