@@ -48,5 +48,5 @@ def test_fig9mix_preset_smoke(tmp_path):
     out = tmp_path / "fig9mix.json"
     run_preset("fig9mix", scale=0.001, batches=[50], budget=0.05, out=out)
     doc = json.loads(out.read_text())
-    assert {r["algo"] for r in doc["results"]} >= {"dynamic", "join_first", "select_first", "optimum"}
+    assert {r["algo"] for r in doc["results"]} >= {"dynamic", "join_first", "select_first", "optimum", "group_ceiling"}
     assert {r["extra"]["point"]["size"] for r in doc["results"]} == {100, 500}

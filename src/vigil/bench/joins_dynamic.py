@@ -50,7 +50,7 @@ DYN_PRESETS: dict[str, dict[str, Any]] = {
     # where routing wins: fig9's clustered query set (70% of the rangeC's in hotspots) and the
     # fit's mixed arrival distributions; size = |Q| (thousands), |S| = 100,000 (x scale)
     "fig9mix": {"points": [(n, 100_000, None, None) for n in (100_000, 500_000)], "key": "size",
-                "hot_frac": 0.7, "mixed": True},
+                "hot_frac": 0.7, "mixed": True, "ceiling": True},
 }
 
 
@@ -330,6 +330,39 @@ def oracle_choices(op: Dynamic, key, x, t, batch: int, tie_us: float = 0.5) -> n
     return np.where(us[:, inc] <= us.min(axis=1) + tie_us, inc, us.argmin(axis=1))
 
 
+def group_ceiling(op: Dynamic, key, x, t, batch: int, chunks: int = 10, reps: int = 3) -> dict:
+    """What per-group routing reaches in batches: each chunk is cut into groups by the exact
+    statistics (m' = 0, set aside as dynamic does; else n' in [0], [1, 10), [10, 100), [100, 1000),
+    [1000, inf) x m' in [1, 100), [100, 300), [300, inf)), every plan probes every group (CPU
+    time, min of ``reps``, the plans' batch order) and the ceiling adds each group's fastest plan;
+    against the best static plan on the whole chunk and dynamic's routed probe of it (timed the
+    same way, routing included; inserting the tuples, common to all, left out)."""
+    seqs = np.arange(batch) + op.seq
+
+    def cpu(fn, *args) -> float:
+        best = np.inf
+        for _ in range(reps):
+            c0 = time.thread_time()
+            fn(*args)
+            best = min(best, time.thread_time() - c0)
+        return best
+
+    rows = []
+    for ci in range(chunks):
+        s = slice(ci * batch, (ci + 1) * batch)
+        k, xx, tt = key[s], x[s], t[s]
+        st = op.stats("left", k, xx, tt, exact=True)
+        grp = np.where(st["mp"] == 0, -1, np.digitize(st["np"], [1, 10, 100, 1000]) * 3 + np.digitize(st["mp"], [100, 300]))
+        static = min(cpu(op._run_ordered, c, "left", seqs, k, xx, tt, 2) for c in op.choices)
+        ceil = sum(min(cpu(op._run_ordered, c, "left", seqs[i], k[i], xx[i], tt[i], 2) for c in op.choices)
+                   for i in (np.flatnonzero(grp == g) for g in np.unique(grp[grp >= 0])))
+        rows.append((static, ceil, cpu(op._probe, "left", seqs, k, xx, tt, 2)))
+    r = np.array(rows)
+    return {"chunks": chunks, "tuples": chunks * batch, "ceiling_s": float(r[:, 1].sum()),
+            "best_static_over_ceiling": float(np.median(r[:, 0] / r[:, 1])),
+            "best_static_over_dynamic": float(np.median(r[:, 0] / r[:, 2]))}
+
+
 def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "results/joins_dyn.json",
                        batch: int = 1000, budget: float = 2.0, n_opt: int = 300, seed: int = 0,
                        oracle_chunks: int = 20, console=None) -> dict:
@@ -425,6 +458,12 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
                         f"{extra['best_static_over_oracle']:.3f}, best static / dynamic on these chunks "
                         f"{extra['best_static_over_dynamic']:.3f}; {extra['breakdown']}")
         op.force = None
+        if cfg.get("ceiling"):
+            extra = {"point": point, **group_ceiling(op, key, x, t, batch)}
+            results.append(Result("group_ceiling", extra["ceiling_s"], extra["tuples"], extra=extra))
+            console.log(f"{preset} {cfg['key']}={label} per-group ceiling: best static / ceiling "
+                        f"{extra['best_static_over_ceiling']:.3f}, best static / dynamic {extra['best_static_over_dynamic']:.3f} "
+                        f"(probe and routing only, median over {extra['chunks']} chunks)")
         s = slice(0, n_opt)
         us = per_tuple_us(op, key[s], x[s], t[s])
         dyn = op.choose("left", key[s], x[s], t[s])
@@ -464,7 +503,7 @@ def plot(doc: dict, path: Path) -> Path:
     xval = {"size": lambda p: p["size"], "key_spread": lambda p: p["join_rate"],
             "a_sigma": lambda p: p["selection_rate"]}[key]
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.4), dpi=80)
-    algos = [a for a in dict.fromkeys(r["algo"] for r in res) if a not in ("optimum", "oracle")]
+    algos = [a for a in dict.fromkeys(r["algo"] for r in res) if a not in ("optimum", "oracle", "group_ceiling")]
     for i, a in enumerate(algos):
         pts = sorted((xval(r["extra"]["point"]), r["extra"]["rate_per_s"]) for r in res if r["algo"] == a)
         axes[0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=f"C{i}", label=a)
