@@ -24,8 +24,9 @@ def _values(rng, kind, k):
         return rng.normal(0, 1, k)
     if kind == 1:  # many ties
         return rng.integers(0, 4, k).astype(float)
-    if kind == 2:  # huge magnitudes
-        return rng.choice([-1e300, -1e-300, 0.0, 1e-300, 1e300, 1.5e308, -1.5e308], k) * rng.integers(1, 3, k)
+    if kind == 2:  # huge magnitudes (and infinities: 1.5e308 * 2)
+        with np.errstate(over="ignore"):
+            return rng.choice([-1e300, -1e-300, 0.0, 1e-300, 1e300, 1.5e308, -1.5e308], k) * rng.integers(1, 3, k)
     if kind == 3:  # one value
         return np.full(k, 7.0)
     return np.sort(rng.random(k)) if rng.random() < 0.5 else -np.sort(rng.random(k))  # trends
@@ -195,3 +196,111 @@ def test_refuses_notify_and_windows_beyond_the_cap():
     op.push(np.array([np.nan, 3.0]), np.array([1, 2]))
     assert op.lookup(np.array([2]), 2)[0] == 3.0
     assert math.isnan(op.lookup(np.array([2]), 12)[0])  # the window at 12 holds positions 3..12
+
+
+def test_query_table_survives_many_registrations_and_terminations():
+    """The query table's rows are reused after terminations (compaction keeps every live query's
+    phi, start and window)."""
+    rng = np.random.default_rng(3)
+    op = NofN(0.01)
+    x = rng.normal(0, 1, 5000)
+    seqs = np.arange(1, 5001, dtype=np.int64)
+    q = {}
+    for step in range(50):
+        a, b = step * 100, (step + 1) * 100
+        for _ in range(7):
+            qid = len(q) + 1000 * step
+            q[qid] = (float(rng.choice([0.1, 0.5, 0.99])), a, int(rng.integers(1, 3000)))
+            op.register(qid, q[qid][0], 0.01, a, rows=q[qid][2])
+        for d in rng.choice(sorted(q), 5, replace=False).tolist():
+            op.terminate(d)
+            del q[d]
+        op.push(x[a:b], seqs[a:b])
+        ks = np.array(sorted(q), np.int64)
+        got = op.lookup(ks, b)
+        for i, c in enumerate(ks.tolist()):
+            phi, start, w = q[c]
+            assert _check(x[:b], seqs[:b], b, start, w, got[i], phi, 0.01)
+    with pytest.raises(KeyError):
+        op.lookup(np.array([-5]), 5000)
+
+
+# ----------------------------------------------------------------------------- engine routing
+
+
+def _engine_log(seed, n=6000):
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    v = np.round(rng.normal(100, 10, n), 1)
+    table = pa.table({"seq": np.arange(1, n + 1, dtype=np.int64), "v": v})
+    ops = []
+    for i in range(40):
+        q = {"type": "quantile", "id": f"q{i}", "column": "v", "phi": float(rng.choice([0.5, 0.9, 0.99])),
+             "epsilon": 0.01, "rows": int(rng.integers(1, 3000))}
+        ops.append({"op": "register", "at": int(rng.integers(0, n // 2)), "query": q})
+        ops += [{"op": "lookup", "at": int(a), "id": f"q{i}"} for a in rng.integers(n // 2, n, 5)]
+    ops.append({"op": "register", "at": 0, "query": {"type": "quantile", "id": "nt", "column": "v", "phi": 0.5,
+                                                     "epsilon": 0.01, "rows": 100, "notify": True}})
+    ops.append({"op": "register", "at": 0, "query": {"type": "quantile", "id": "big", "column": "v", "phi": 0.5,
+                                                     "epsilon": 0.01, "rows": MAX_ROWS + 1}})
+    ops.append({"op": "lookup", "at": n, "id": "big"})
+    ops.sort(key=lambda o: o["at"])
+    return table, v, ops
+
+
+def _answers(out):
+    return [(r["id"], r["at"], r["value"]) for r in out.to_pylist() if r["event"] == "answer"]
+
+
+def test_engine_routes_plain_rows_lookups_to_one_group_and_restores():
+    import json
+
+    from vigil.engine import Engine
+
+    table, v, ops = _engine_log(1)
+    e = Engine()
+    e.add_operations(ops)
+    first = e.process(table.slice(0, 3500))
+    keys = [json.loads(k)[1] for k in e.groups]
+    assert {"column": "v", "rows": "shared"} in keys
+    assert {"column": "v", "rows": 100} in keys and {"column": "v", "rows": MAX_ROWS + 1} in keys  # notify, beyond the cap
+    assert len(keys) == 3
+    back = Engine.restore(e.snapshot())
+    rest = [x.process(table.slice(3500)) for x in (e, back)]
+    assert _answers(rest[0]) == _answers(rest[1])
+    spec = {o["query"]["id"]: o["query"] for o in ops if o["op"] == "register"}
+    start = {o["query"]["id"]: o["at"] for o in ops if o["op"] == "register"}
+    got = _answers(first) + _answers(rest[0])
+    assert len(got) > 100
+    for ident, at, val in got:
+        q = spec[ident]
+        lo = max(start[ident] + 1, at - q["rows"] + 1)
+        assert rank_error_ok(v[lo - 1:at], math.nan if val is None else val, q["phi"], 0.01), (ident, at)
+
+
+def test_old_snapshot_with_a_group_per_window_still_loads(monkeypatch):
+    """A snapshot whose plain rows-window queries live in groups keyed by their window (before
+    the shared group) restores into those groups and keeps answering them."""
+    from vigil.engine import Engine
+    from vigil.quantiles.group import QuantileGroup
+
+    table, v, ops = _engine_log(2)
+    old = QuantileGroup.params_of
+    monkeypatch.setattr(QuantileGroup, "params_of", staticmethod(
+        lambda spec: {"column": spec.column, "rows": spec.rows}))
+    e = Engine()
+    e.add_operations(ops)
+    e.process(table.slice(0, 3500))
+    assert all("shared" not in k for k in e.groups)
+    monkeypatch.setattr(QuantileGroup, "params_of", old)
+    back = Engine.restore(e.snapshot())
+    assert all("shared" not in k for k in back.groups)
+    spec = {o["query"]["id"]: o["query"] for o in ops if o["op"] == "register"}
+    start = {o["query"]["id"]: o["at"] for o in ops if o["op"] == "register"}
+    got = _answers(back.process(table.slice(3500)))
+    assert len(got) > 50
+    for ident, at, val in got:
+        q = spec[ident]
+        lo = max(start[ident] + 1, at - q["rows"] + 1)
+        assert rank_error_ok(v[lo - 1:at], math.nan if val is None else val, q["phi"], 0.01), (ident, at)

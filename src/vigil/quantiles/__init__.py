@@ -9,6 +9,11 @@ QuantileOperator protocol (one instance per (column, rows window or None)):
                                        # notify: its result is maintained and pushed as it changes;
                                        # notify="cluster" (operators with ``serves_clusters``: the
                                        # trigger-based ones): it shows its cluster's value (below)
+    op.register(qid, phi, eps, start, rows=W)
+                                       # operators with ``per_query_rows`` (constructed with rows
+                                       # None: :class:`~.nofn.NofN`, the engine adapter's
+                                       # ``ByWindow``): each query brings its own rows window W
+                                       # (lookups only); the others take no ``rows`` argument
     op.terminate(qid)
     op.push(values, seqs) -> (qids, offsets, values)
                                        # float64[n], int64[n] strictly increasing; returns the notify
@@ -25,7 +30,8 @@ QuantileOperator protocol (one instance per (column, rows window or None)):
                                        # cluster updates (push then returns no per-query update)
 
 Window after element n, for a query registered at start: the pushed elements with seq > start
-(rows None) or those with seq in [max(start+1, n-rows+1), n].
+(rows None) or those with seq in [max(start+1, n-rows+1), n] (rows: the operator's, or the
+query's own W for a ``per_query_rows`` operator).
 Mergeable summaries (sharded mode, :mod:`vigil.pipeline.sharded`): when the elements are
 partitioned over several operators (one per shard, by seq), each shard's ``summary(qid, n)`` covers
 its part of the query's window; :func:`merge_summaries` combines the parts on the driver and

@@ -1,5 +1,13 @@
 """The quantiles family's engine adapter: one QuantileOperator per (column, rows window, notify
-mode).
+mode), except that every plain rows-window lookup query of a column shares one group.
+
+Shared rows windows: a query with ``rows`` <= :data:`~.nofn.MAX_ROWS` that is answered on lookup
+only (no notify, no alert, no rank_of, no where / group_by) goes to the group ``{"column": c,
+"rows": "shared"}``, whose operator serves every window length at once (:class:`~.nofn.NofN`, the
+n-of-N structure; under ``--algo quantiles=oracle``, :class:`ByWindow`: one oracle per length,
+exact). Its operator's ``register`` takes each query's window (``rows=``). Notify, alert, rank
+and keyed rows-window queries, and windows beyond the cap, keep a group per window length (a
+snapshot's groups keep the params they were saved with).
 
 Notify queries (``"notify": true``) get ``update`` events ``{"event": "update", "id", "at",
 "value"}`` from the operator's push (docs/contract.md); other queries answer on lookup. Queries
@@ -31,9 +39,84 @@ import numpy as np
 from ..errors import Unsupported
 from ..group import Group
 from ..specs import QuantileSpec
+from . import QuantileOperator
 from .alerts import ALERT, Alerts, spec_alert
+from .nofn import MAX_ROWS, NofN
 from .rank import rank_answers
 from .rank_push import RankPush
+
+SHARED = "shared"  # params["rows"] of the group of a column's plain rows-window lookups (module doc)
+_EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
+
+
+class ByWindow(QuantileOperator):
+    """The shared group's operator for an implementation without an n-of-N structure (the oracle):
+    one instance per window length, each fed every position; answers are that instance's."""
+
+    name = "by_window"
+    per_query_rows = True
+
+    def __init__(self, impl: type, eps: float) -> None:
+        super().__init__(eps, None)
+        self.impl = impl
+        self.ops: dict[int, QuantileOperator] = {}  # W -> operator
+        self.w: dict[int, int] = {}  # qid -> W
+
+    def register(self, qid, phi, eps, start, notify=False, rows=None):
+        op = self.ops.get(int(rows))
+        if op is None:
+            op = self.ops[int(rows)] = self.impl(self.eps, int(rows))
+        op.register(qid, phi, eps, start, notify=notify)
+        self.w[int(qid)] = int(rows)
+
+    def terminate(self, qid):
+        w = self.w.pop(int(qid), None)
+        if w is not None:
+            self.ops[w].terminate(qid)
+            if not any(v == w for v in self.w.values()):
+                del self.ops[w]
+
+    def push(self, values, seqs):
+        for op in self.ops.values():
+            op.push(values, seqs)
+        return _EMPTY
+
+    def lookup(self, qids, n):
+        qids = np.asarray(qids, np.int64)
+        out = np.empty(len(qids))
+        ws = np.array([self.w[q] for q in qids.tolist()], np.int64)
+        for w in np.unique(ws).tolist():
+            i = np.flatnonzero(ws == w)
+            out[i] = self.ops[w].lookup(qids[i], n)
+        return out
+
+    def summary(self, qid, n):
+        return self.ops[self.w[int(qid)]].summary(qid, n)
+
+    def state(self):
+        t = type(next(iter(self.ops.values()))) if self.ops else self.impl
+        return {"eps": self.eps, "impl": f"{t.__module__}:{t.__qualname__}", "w": list(self.ops),
+                "ops": [op.state() for op in self.ops.values()],
+                "qids": np.array(list(self.w), np.int64), "qw": np.array(list(self.w.values()), np.int64)}
+
+    @classmethod
+    def from_state(cls, s):
+        import importlib
+
+        mod, name = s["impl"].split(":")
+        impl = getattr(importlib.import_module(mod), name)
+        op = cls(impl, float(s["eps"]))
+        op.ops = {int(w): impl.from_state(st) for w, st in zip(s["w"], s["ops"], strict=True)}
+        op.w = dict(zip(np.asarray(s["qids"], np.int64).tolist(), np.asarray(s["qw"], np.int64).tolist(), strict=True))
+        return op
+
+
+def shared_operator(impl: type, eps: float) -> QuantileOperator:
+    """The shared group's operator: :class:`NofN` when the implementation serves rows windows with
+    the sliding summary (every one but the oracle), else one instance of it per window length."""
+    from .sliding import Sliding
+
+    return NofN(eps) if isinstance(impl(eps, 1), Sliding) else ByWindow(impl, eps)
 
 
 class QuantileGroup(Group):
@@ -43,6 +126,9 @@ class QuantileGroup(Group):
 
     @staticmethod
     def params_of(spec: QuantileSpec) -> dict[str, Any]:
+        if (spec.rows is not None and spec.rows <= MAX_ROWS and not spec.notify and spec.rank_of is None
+                and spec_alert(spec) is None and not spec.keyed()):
+            return {"column": spec.column, "rows": SHARED}  # one structure for every window (module doc)
         p: dict[str, Any] = {"column": spec.column, "rows": spec.rows}
         if spec.notify == "cluster":
             p["notify"] = "cluster"
@@ -60,7 +146,11 @@ class QuantileGroup(Group):
 
     def __init__(self, engine, params):
         super().__init__(engine, params)
-        self.op = engine.impl("quantiles")(engine.quantile_epsilon, params["rows"])
+        self.shared = params["rows"] == SHARED
+        if self.shared:
+            self.op = shared_operator(engine.impl("quantiles"), engine.quantile_epsilon)
+        else:
+            self.op = engine.impl("quantiles")(engine.quantile_epsilon, params["rows"])
         self.cluster = params.get("notify") == "cluster"
         self.native = self.cluster and bool(getattr(self.op, "serves_clusters", False))
         self.fresh: set[int] = set()  # per-query clusters: queries whose cluster event is still due
@@ -93,7 +183,10 @@ class QuantileGroup(Group):
             self.rank_push.add(qid, float(spec.rank_of), max(float(spec.epsilon), float(self.engine.quantile_epsilon)))
             self.rank[qid] = float(spec.rank_of)
             return
-        self.op.register(qid, phi, float(spec.epsilon), start, notify=notify)
+        if self.shared:
+            self.op.register(qid, phi, float(spec.epsilon), start, notify=notify, rows=int(spec.rows))
+        else:
+            self.op.register(qid, phi, float(spec.epsilon), start, notify=notify)
         if spec.notify or alert:
             self.notify.add(qid)
         if alert:
@@ -116,7 +209,7 @@ class QuantileGroup(Group):
         the rejected rows and the positions of seq gaps as positions without element (NaN), others
         only the applied rows."""
         w = self.params["rows"]
-        if w is None or not self.notify or not len(rows):
+        if w is None or w == SHARED or not self.notify or not len(rows):
             if vis.any():
                 self.feed(cols, rows[vis], seqs[vis], seg)
             return

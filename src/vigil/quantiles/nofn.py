@@ -41,6 +41,7 @@ O(1/eps + L) tuples).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -53,6 +54,7 @@ from . import _nofn_kernels as K
 
 MAX_ROWS = 2**20  # the largest window served by the shared structure (space O(Wmax) per column)
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
+_fraction = functools.lru_cache(maxsize=4096)(rank_fraction)  # phi -> (num, den): few distinct phis
 _ARRAYS = ("V", "RK", "ls", "blo", "bhi", "nj", "nm", "ng", "acc", "aj", "ov", "os_", "oss")
 
 
@@ -72,7 +74,10 @@ class NofN(QuantileOperator):
         super().__init__(eps, None)
         self.B = int(block or block_size(self.eps))
         self.q: dict[int, tuple[float, float, int, int]] = {}  # qid -> (phi, eps_q, start, W)
-        self._table: tuple[np.ndarray, ...] | None = None
+        self.row: dict[int, int] = {}  # qid -> its row of the query table (phi, num, den, start, W)
+        self.tf = np.empty(16)  # phi
+        self.ti = np.empty((4, 16), np.int64)  # num, den (vigil.arrays.rank_fraction), start, W
+        self._next = 0  # the table's next free row
         self.meta = np.zeros(K.META_SIZE, np.int64)
         self.meta[K.M_N] = K.NONE
         self.meta[K.M_B] = self.B
@@ -177,12 +182,33 @@ class NofN(QuantileOperator):
             raise ValueError(f"phi must lie in (0, 1], got {phi}")
         self._grow(int(rows))
         self.q[qid] = (float(phi), float(eps), int(start), int(rows))
-        self._table = None
+        self._add_row(qid)
+
+    def _add_row(self, qid: int) -> None:
+        if self._next >= len(self.tf):
+            self._compact()
+        r = self._next
+        phi, _, start, w = self.q[qid]
+        self.tf[r] = phi
+        self.ti[:, r] = (*_fraction(phi), start, w)
+        self.row[qid] = r
+        self._next = r + 1
+
+    def _compact(self) -> None:
+        """Room for one more row: the live rows moved to the front (and the table doubled when
+        more than half of it is live)."""
+        live = np.array(list(self.row.values()), np.int64)
+        if 2 * len(live) >= len(self.tf):
+            self.tf = np.concatenate([self.tf, np.empty(len(self.tf))])
+            self.ti = np.concatenate([self.ti, np.empty(self.ti.shape, np.int64)], axis=1)
+        self.tf[:len(live)], self.ti[:, :len(live)] = self.tf[live].copy(), self.ti[:, live].copy()
+        self.row = dict(zip(self.row, range(len(live)), strict=True))
+        self._next = len(live)
 
     def terminate(self, qid: int) -> None:
         # Wmax stays (space, not answers: the leaves of the largest window ever registered)
         if self.q.pop(int(qid), None) is not None:
-            self._table = None
+            del self.row[int(qid)]
 
     def alive(self) -> int:
         return len(self.q)
@@ -206,20 +232,11 @@ class NofN(QuantileOperator):
         return _EMPTY
 
     def _rows(self, qids: np.ndarray) -> np.ndarray:
-        """Positions of ``qids`` in the query table (qid-sorted: phi, num, den, start, W)."""
-        if self._table is None:
-            ks = np.array(sorted(self.q), np.int64)
-            fr = [rank_fraction(self.q[k][0]) for k in ks.tolist()]
-            self._table = (ks, np.array([self.q[k][0] for k in ks.tolist()]),
-                           np.array([f[0] for f in fr], np.int64), np.array([f[1] for f in fr], np.int64),
-                           np.array([self.q[k][2] for k in ks.tolist()], np.int64),
-                           np.array([self.q[k][3] for k in ks.tolist()], np.int64))
-        ks = self._table[0]
-        pos = np.minimum(np.searchsorted(ks, qids), max(len(ks) - 1, 0))
-        if not len(ks) or (ks[pos] != qids).any():
-            missing = qids[np.flatnonzero(~np.isin(qids, ks))[0]]
-            raise KeyError(f"qid {int(missing)} is not registered")
-        return pos
+        """The query table's rows of ``qids``."""
+        try:
+            return np.fromiter(map(self.row.__getitem__, qids.tolist()), np.int64, len(qids))
+        except KeyError as e:
+            raise KeyError(f"qid {e.args[0]} is not registered") from None
 
     def lookup(self, qids: np.ndarray, n: int) -> np.ndarray:
         """Answers after position n (a lookup before the last position pushed answers there)."""
@@ -227,11 +244,11 @@ class NofN(QuantileOperator):
         if not len(qids):
             return np.empty(0)
         pos = self._rows(qids)
-        _, phi, num, den, start, w = self._table
+        ti = self.ti[:, pos]
         out = np.empty(len(qids))
         n = max(int(n), self.last_seq)
         K.lookup(self.meta, self.lev, self.V, self.RK, self.ls, self.blo, self.bhi, self.ov, self.os_, self.oss,
-                 self.nj, self.nm, self.ng, phi[pos], num[pos], den[pos], start[pos], w[pos], n, out)
+                 self.nj, self.nm, self.ng, self.tf[pos], ti[0], ti[1], ti[2], ti[3], n, out)
         return out
 
     def summary(self, qid: int, n: int) -> np.ndarray:
@@ -259,7 +276,8 @@ class NofN(QuantileOperator):
     def state(self) -> dict[str, Any]:
         qs = sorted(self.q)
         return {
-            "eps": self.eps, "B": self.B, "meta": self.meta.copy(), "lev": self.lev.copy(),
+            "eps": self.eps, "B": self.B, "npushed": int(self.meta[K.M_NPUSH]),  # positions pushed
+            "meta": self.meta.copy(), "lev": self.lev.copy(),
             **{k: getattr(self, k).copy() for k in _ARRAYS},
             "qids": np.array(qs, np.int64), "phi": np.array([self.q[q][0] for q in qs]),
             "eps_q": np.array([self.q[q][1] for q in qs]),
@@ -276,4 +294,5 @@ class NofN(QuantileOperator):
         for q, phi, e, st, w in zip(s["qids"].tolist(), s["phi"].tolist(), s["eps_q"].tolist(),
                                     s["start"].tolist(), s["w"].tolist(), strict=True):
             op.q[q] = (phi, e, st, w)
+            op._add_row(q)
         return op
