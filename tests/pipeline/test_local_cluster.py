@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pipeline_helpers import assert_same_events, canon, replay, run_outputs
 
+from vigil.pipeline import sinks
 from vigil.workloads.trades import trade_queries, trades, write_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -88,6 +89,9 @@ def test_sharded_every_family_equals_driver_and_replay(workload, tmp_path, shard
     assert {"sj", "bj", "wj"} <= joins
     shards_dirs = sorted(p.name for p in (tmp_path / "ck" / "vigil" / "shards").iterdir())
     assert shards_dirs == [f"shard-{i:04d}" for i in range(shards)]
+    if shards == 2:  # one shard per executor: every shard task finds its live engine (pinned.PinnedJobs)
+        ms = sinks.read_metrics(tmp_path / "out")
+        assert len(ms) >= 3 and sum(m["shard_restores"] for m in ms) == 0, [m["shard_restores"] for m in ms]
 
 
 def test_worker_killed_mid_batch_outputs_unchanged(workload, tmp_path):
@@ -99,6 +103,7 @@ def test_worker_killed_mid_batch_outputs_unchanged(workload, tmp_path):
     _sharded(d, tmp_path, 2, env={"VIGIL_FAULT_KILL_ONCE": str(marker)})
     assert marker.exists()  # the fault did happen
     assert_same_events(run_outputs(tmp_path / "out"), ref, t, ops)
+    assert sum(m["shard_restores"] for m in sinks.read_metrics(tmp_path / "out")) >= 1  # the retry restored
 
 
 def test_sharded_on_two_executors_with_a_restart(tmp_path):

@@ -180,6 +180,11 @@ class BaseProcessor:
             "driver_bytes_in": io["in"],
             "driver_bytes_out": io["out"],
             "state_bytes_written": io["durable"] + written - self._written0,
+            # sharded mode: shard tasks that found no live engine at their version in their worker
+            # and restored it from the shard's durable log (snapshot + ``replayed`` logged batches)
+            "shard_restores": io.get("restores", 0),
+            "shard_replayed": io.get("replayed", 0),
+            "shard_restore_s": io.get("restore_s", 0.0),
             "elements_per_s": d.get("rows_in", 0) / latency if latency > 0 else 0.0,
             "time": time.time(),
         }

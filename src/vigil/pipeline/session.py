@@ -75,6 +75,9 @@ def get_session(
         settings.update(WHOLE_FILE_CONF)
     if shards:
         settings["spark.sql.shuffle.partitions"] = str(max(1, shards))
+        # a shard task waits this long for the executor holding its live engine before it runs
+        # elsewhere and restores the engine from its log (pinned.PinnedJobs)
+        settings["spark.locality.wait.process"] = "30s"
     settings.update({k: str(v) for k, v in (conf or {}).items()})
     for k, v in settings.items():
         b = b.config(k, v)

@@ -1,6 +1,6 @@
 """Sharded mode's row path on the executors: rows never pass through the driver (:mod:`.sharded`).
 
-A micro-batch's stream rows stay in Spark. Two Spark jobs move them:
+A micro-batch's stream rows stay in Spark. Three Spark jobs move them:
 
 1. **count** (:func:`meta_fn`, ``mapInArrow``): per stream file, its rows and, per time column of
    the substream filters in use, its largest finite time. O(files) to the driver, which orders the
@@ -10,8 +10,12 @@ A micro-batch's stream rows stay in Spark. Two Spark jobs move them:
    file's first seq + the row's position in the file) and are cut per shard by the routing rules
    (:func:`route_part`: the same rules as the driver's routing of collected rows), with the
    ownership masks and the global substream clock at the positions of the batch's operations;
-   Spark's shuffle brings each shard its parts (``partitionBy(shards)``, one partition per shard)
-   and :func:`shard_run` applies them on the shard's live engine (:mod:`.shard_store`).
+   each part is written to the shard's directory on the checkpoint's storage (:func:`parts_dir`)
+   and the driver receives one small record per part (shard, first seq).
+3. **shard tasks** (:class:`.pinned.PinnedJobs`): one task per shard, kept on the
+   executor that holds the shard's live engine (a cached one-element partition per shard and
+   Spark's delay scheduling), reads its parts and :func:`shard_run` applies them on that engine
+   (:mod:`.shard_store`).
 
 The driver sends each task the routing plan (O(distinct routing signatures), not O(queries)) and
 the operations, and receives the outputs. A batch whose rows carry a ``seq`` column stays in Spark
@@ -23,6 +27,10 @@ cut by the same :func:`route_part`.
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -201,11 +209,41 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 
 
 def shard_run(shard: int, payloads: list[bytes], rt: dict, ops: list[str], base: int, settings: dict,
-              extra: dict) -> tuple:
+              extra: dict, parts_dir: str | None = None) -> tuple:
     """One shard's batch from its routed payloads: :func:`.shard_task.shard_task` on the gathered
-    rows (same result tuple)."""
+    rows (same result tuple). ``parts_dir``: where the route job wrote them, removed once the
+    shard has committed the batch (its input is then in the shard's log), with any older one a
+    failed attempt left."""
     rows_b, got = gather(rt, payloads)
-    return shard_task((shard, rows_b, ops, base, settings, False, {**extra, **got}))
+    res = shard_task((shard, rows_b, ops, base, settings, False, {**extra, **got}))
+    if parts_dir is not None:
+        d = Path(parts_dir)
+        for old in d.parent.glob("parts-*"):
+            if old.name <= d.name:
+                shutil.rmtree(old, ignore_errors=True)
+    return res
+
+
+def parts_dir(root: str, shard: int, batch: int) -> Path:
+    """Where the route job of ``batch`` leaves the shard's parts (on the checkpoint's storage,
+    which every executor reaches): one file per (stream file chunk, shard), named by its first seq."""
+    from .shard_store import shard_dir
+
+    return shard_dir(root, shard) / f"parts-{batch:012d}"
+
+
+def _write_part(path: Path, data: bytes) -> None:
+    """A part, whole or not at all (renamed into place; a retried task writes the same bytes
+    again). Not fsync'd: a part lives until its shard commits the batch, and a batch lost
+    before that is routed again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def read_parts(d: str, firsts: list[int]) -> list[bytes]:
+    return [(Path(d) / f"{f:020d}.bin").read_bytes() for f in firsts]
 
 
 # ----------------------------------------------------------------------------- driver side
@@ -324,9 +362,11 @@ def meta_fn(fmt: str, tcols: list[str]):
     return run
 
 
-def route_fn(fmt: str, rt: dict, starts: dict[str, tuple[int, int, dict[str, float]]]):
+def route_fn(fmt: str, rt: dict, starts: dict[str, tuple[int, int, dict[str, float]]], dirs: list[str] | None = None):
     """``mapInArrow`` function of the route job. ``starts``: file -> (seq of its first row, its
-    first ``_row``, running time before it per time column)."""
+    first ``_row``, running time before it per time column). ``dirs``: per shard, the directory
+    its parts are written to (:func:`parts_dir`; the records then carry an empty payload), else the
+    parts travel in the records."""
 
     def run(batches):
         done: dict[str, tuple[int, dict[str, float]]] = {}  # a file read in several record batches
@@ -344,6 +384,9 @@ def route_fn(fmt: str, rt: dict, starts: dict[str, tuple[int, int, dict[str, flo
                 else:
                     rows = rows.append_column("seq", pa.array(np.arange(seq0, seq0 + rows.num_rows, dtype=np.int64)))
                 for k, payload in route_part(rt, rows, carry).items():
+                    if dirs is not None:
+                        _write_part(Path(dirs[k]) / f"{seq0:020d}.bin", payload)
+                        payload = b""
                     recs.append((k, seq0, payload))
                 carry = {c: float(max(v, running_time(rows, c, v)[-1] if rows.num_rows else v)) for c, v in carry.items()}
                 done[name] = (seq0 + rows.num_rows, carry)

@@ -30,6 +30,7 @@ machine or ``local-cluster``).
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from .sinks import atomic_write_bytes
 
 MAX_LOGS = 32  # logged batches between two snapshots of a shard, at most
 _LIVE: dict[tuple[str, int], tuple[int, Any]] = {}  # (run id, shard) -> (version, Engine)
+LAST_RESTORE: dict[str, float] = {"replayed": -1, "s": 0.0}  # the last engine_at of this worker (metrics)
 _FILE = re.compile(r"^(in|snap)-(\d+)\.bin$")
 
 
@@ -108,10 +110,12 @@ def engine_at(root: str, run: str, shard: int, base: int, settings: dict[str, An
     from vigil.engine import Engine
 
     live = _LIVE.pop((run, shard), None)
+    LAST_RESTORE.update(replayed=-1, s=0.0)  # -1: the live engine (or a new one), nothing restored
     if live is not None and live[0] == base:
         return live[1]
     if base < 0:
         return Engine(**settings)
+    t0 = time.perf_counter()
     d = shard_dir(root, shard)
     snaps, logs = _files(d)
     usable = [j for j in snaps if j <= base]
@@ -123,6 +127,7 @@ def engine_at(root: str, run: str, shard: int, base: int, settings: dict[str, An
         rows_b, ops, extra = _decode_input((d / f"in-{k:012d}.bin").read_bytes())
         apply(eng, rows_b, ops, extra)
         eng.take_outputs()
+    LAST_RESTORE.update(replayed=base - j, s=time.perf_counter() - t0)
     return eng
 
 

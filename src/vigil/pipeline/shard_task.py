@@ -100,12 +100,14 @@ def shard_task(item: tuple) -> tuple:
     settings, final, extra); ``extra`` carries ``root`` (the shards' directory), ``run`` (the
     run's id), ``batch`` (this batch's id), ``keep_from`` and the routing inputs of
     :func:`.shard_store.apply`. Returns (shard, outputs IPC, bytes written durably, alive per
-    family, seconds, quantile summaries)."""
+    family, timing, quantile summaries); timing = {"s": seconds, "replayed": batches of the log
+    applied again to restore the engine (-1: the worker's live engine was used), "restore_s"}."""
     from . import shard_store
 
     shard, rows_b, ops, base, settings, final, extra = item
     t0 = time.perf_counter()
     eng = shard_store.engine_at(extra["root"], extra["run"], shard, base, settings)
+    restore = dict(shard_store.LAST_RESTORE)
     written = 0
     if not final:  # the input is durable before the engine applies it (a retry rewrites the same)
         written += shard_store.log_input(extra["root"], shard, extra["batch"], rows_b, ops, extra)
@@ -115,8 +117,9 @@ def shard_task(item: tuple) -> tuple:
     alive = _alive_split(eng)
     if not final:  # the end of input is never kept (as in driver mode): the engine is dropped
         written += shard_store.commit(extra["root"], extra["run"], shard, extra["batch"], eng, extra["keep_from"])
-    dt = time.perf_counter() - t0
-    return shard, _ipc(out), written, alive, dt, extra["summaries"]
+    timing = {"s": time.perf_counter() - t0, "replayed": int(restore["replayed"]),
+              "restore_s": float(restore["s"])}
+    return shard, _ipc(out), written, alive, timing, extra["summaries"]
 
 
 def _fault_kill_once() -> None:

@@ -79,6 +79,7 @@ from vigil.state import pack, unpack
 
 from . import shard_route, shard_store, sinks
 from .config import CheckpointError, RunConfig
+from .pinned import PinnedJobs
 from .processor import BaseProcessor
 from .reorder import ReorderBuffer
 from .routing_log import RoutingLog
@@ -134,6 +135,7 @@ class ShardedProcessor(BaseProcessor):
         self.rlog = RoutingLog(self.store.dir, _PER_QUERY)
         self.spark_batches = 0  # batches whose rows stayed in Spark (the others were collected)
         self._gens: dict[int, int] = {}  # kept snapshot -> the routing generation it refers to
+        self._pinned = PinnedJobs(spark, self.S)  # shard tasks kept where their live engine is
 
     # ---------------------------------------------------------------- state
     def fresh(self) -> dict[str, Any]:
@@ -333,7 +335,7 @@ class ShardedProcessor(BaseProcessor):
         if self.S == 1 or self.spark is None:
             got = [history_task(it) for it in items]
         else:
-            got = self.spark.sparkContext.parallelize(items, len(items)).map(history_task).collect()
+            got = self._pinned.run_items(items, history_task)
         self.io(self._cur)["in"] += _nbytes(got)
         for _, h in got:
             if len(h):
@@ -380,14 +382,18 @@ class ShardedProcessor(BaseProcessor):
         if self.S == 1 or self.spark is None:  # no Spark: in-process (tests, one shard)
             results = [fn(it) for it in items]
         else:
-            rdd = self.spark.sparkContext.parallelize(items, len(items))
-            results = sorted(rdd.map(fn).collect(), key=lambda r: r[0])
+            results = self._pinned.run_items(items, fn, _nbytes(items) > 1 << 20)
         return self._got(results)
 
     def _got(self, results: list[tuple]) -> list[tuple]:
         io = self.io(self._cur)
         io["in"] += _nbytes(results)
         io["durable"] += sum(r[2] for r in results)
+        for r in results:  # shard engines restored from the durable log instead of the live one
+            if isinstance(r[4], dict) and r[4]["replayed"] >= 0:
+                io["restores"] = io.get("restores", 0) + 1
+                io["replayed"] = io.get("replayed", 0) + r[4]["replayed"]
+                io["restore_s"] = io.get("restore_s", 0.0) + r[4]["restore_s"]
         return results
 
     def __call__(self, df, batch_id: int) -> None:
@@ -552,13 +558,19 @@ class ShardedProcessor(BaseProcessor):
         closure = (rt, per_ops, extras, starts)
         self.io(self._cur)["out"] += _nbytes(closure)
 
-        def shard_part(i, it):
-            yield shard_route.shard_run(i, [bytes(p) for _, (_, p) in it], rt, per_ops[i], base, settings, extras[i])
+        parts_dir = [str(shard_route.parts_dir(self.shard_root, s, self._cur)) for s in range(S)]
+        routed = rows_df.mapInArrow(shard_route.route_fn(self.cfg.fmt, rt, starts, parts_dir),
+                                    shard_route.ROUTE_SCHEMA).toArrow()
+        self.io(self._cur)["in"] += routed.nbytes
+        firsts: list[list[int]] = [[] for _ in range(S)]
+        for k, first in zip(routed.column("shard").to_pylist(), routed.column("first").to_pylist(), strict=True):
+            firsts[k].append(first)
 
-        routed = rows_df.mapInArrow(shard_route.route_fn(self.cfg.fmt, rt, starts), shard_route.ROUTE_SCHEMA)
-        pairs = routed.rdd.map(lambda r: (int(r[0]), (int(r[1]), r[2])))
-        got = pairs.partitionBy(S, lambda k: k).mapPartitionsWithIndex(shard_part).collect()
-        return self._got(sorted(got, key=lambda r: r[0])), n_rows
+        def shard_part(i):
+            return shard_route.shard_run(i, shard_route.read_parts(parts_dir[i], firsts[i]), rt, per_ops[i], base,
+                                         settings, extras[i], parts_dir=parts_dir[i])
+
+        return self._got(self._pinned.run(shard_part)), n_rows
 
     def merge(self, results: list[tuple], driver_events: list[dict], st: dict) -> tuple[pa.Table, dict]:
         """Shard outputs + driver events -> one batch output (:func:`.shard_merge.merge_outputs`)."""
