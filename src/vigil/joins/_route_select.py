@@ -41,6 +41,12 @@ exact count of the stored keys; when it is 0 the tuple has no partner (m' = 0 ex
 operator answers it with the empty result without calling any plan (every plan would stop after
 its key lookup, but a plan call costs 5-17 us of fixed work at 20k-50k queries, measured).
 
+Split (ours): :func:`split` groups a routed batch by plan in one pass (a counting sort) and sets
+aside the tuples without a stored partner (exact, as in :func:`partnerless`; their answer is
+empty whatever the plan); :func:`probe_routed` probes each plan's group. Before, np.unique, a
+flatnonzero per plan and the merge of the plans' outputs cost ~0.1 ms per 1,000 tuples, more than
+the cost pass itself (docs/experiments/joins.md, "Where dynamic loses").
+
 Cost: O(1) per tuple, O(plans) extra per batch; space O(buckets) (the histograms, shared).
 """
 

@@ -24,8 +24,9 @@ statistics of :mod:`vigil.joins.histograms`:
   min(m_b, 2 tau (1 + ln(1 + m_b / 2 tau))) (m_b random points over the 2 tau slab sides).
 
 Routing a batch: the statistics and costs are evaluated for all its tuples at once (numpy /
-numba, no Python call per tuple); the batch is split by chosen plan and each plan probes its
-sub-batch (results merged and sorted by the protocol's order). Band joins' costs do not depend
+numba, no Python call per tuple); the batch is split by chosen plan in one pass, tuples without
+a stored partner set aside, and each plan probes its sub-batch (results merged and sorted by the
+protocol's order; ``_route_select.probe_routed``). Band joins' costs do not depend
 on the tuple (Theorem 2), so a whole batch goes to one plan. Routing costs O(1) per tuple plus
 O(plans) per batch; space: every plan's indexes, O(plans x n) plus two 100-bucket histograms
 per side. ``decisions`` counts the choices; ``route_seconds`` the time spent estimating and
