@@ -360,14 +360,23 @@ def lookup(meta, lev, V, RK, ls, blo, bhi, ov, os_, oss, nj, nm, ng, phi, num, d
     lo = np.empty(cap, np.int64)
     hi = np.empty(cap, np.int64)
     ub = np.empty(cap, np.int64)
+    lqs = np.empty(len(phi), np.int64)
     for k in range(len(phi)):
-        lq = max(start[k] + 1, n - w[k] + 1)
-        K = cover(meta, lev, V, RK, ls, blo, bhi, os_, oss, nj, nm, ng, lq, loff, llen, lgap, lsize)
-        N = 0
-        D = 0
-        for j in range(K):
-            N += lsize[j]
-            D += lgap[j] - 1
+        lqs[k] = max(start[k] + 1, n - w[k] + 1)
+    order = np.argsort(lqs, kind="mergesort")  # queries of one window share its cover
+    prev = NONE
+    K = N = D = 0
+    for i in range(len(phi)):
+        k = order[i]
+        lq = lqs[k]
+        if lq != prev or i == 0:
+            K = cover(meta, lev, V, RK, ls, blo, bhi, os_, oss, nj, nm, ng, lq, loff, llen, lgap, lsize)
+            N = 0
+            D = 0
+            for j in range(K):
+                N += lsize[j]
+                D += lgap[j] - 1
+            prev = lq
         if N == 0:
             out[k] = np.nan
             continue
