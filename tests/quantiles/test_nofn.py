@@ -135,6 +135,8 @@ def test_sharded_summaries_merge_within_the_contract(seed, eps, kind, shards):
         n = int(seqs[p - 1])
         for i, w in enumerate(ws):
             parts = [o.summary(i, n) for o in ops]
+            full = ops[0].summary(i, n, prune=False)  # the kernel's merge is merge_summaries'
+            np.testing.assert_array_equal(full, merge_summaries(ops[0].parts(i, n)).reshape(-1, 3))
             for s in parts:
                 if len(s):
                     assert len(s) <= 2 / eps + 4 * 64 + 64, len(s)  # O(1/eps + lists)

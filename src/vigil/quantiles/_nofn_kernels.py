@@ -386,6 +386,84 @@ def lookup(meta, lev, V, RK, ls, blo, bhi, ov, os_, oss, nj, nm, ng, phi, num, d
 
 
 @numba.njit(**_NJ)
+def summary(V, RK, K, loff, llen, lsize, budget):
+    """The lists merged as ``vigil.quantiles.merge_summaries`` merges (v, r, r) parts (in value
+    order, ties by list then position: a tuple's r- adds every other list's rank before it, its
+    r+ every other list's next rank minus one, or its size), by a heap over the list heads, then
+    pruned to r+_next - r-_prev <= budget where the lists allow: float64 (m, 3)."""
+    M = 0
+    for j in range(K):
+        M += llen[j]
+    full = np.empty((M, 3))
+    pos = np.empty(K, np.int64)
+    lo = np.zeros(K, np.int64)  # rank of the list's last merged sample
+    hi = np.empty(K, np.int64)  # rank of its next sample minus one (its size after its last)
+    hv = np.empty(K)  # heap of list heads: (value, list)
+    hp = np.empty(K, np.int64)
+    h = 0
+    s_lo = 0
+    s_hi = 0
+    for j in range(K):
+        pos[j] = loff[j]
+        hi[j] = RK[loff[j]] - 1 if llen[j] else lsize[j]
+        s_hi += hi[j]
+        if llen[j]:  # sift up
+            c = h
+            h += 1
+            while c > 0:
+                par = (c - 1) >> 1
+                if hv[par] < V[loff[j]] or (hv[par] == V[loff[j]] and hp[par] < j):
+                    break
+                hv[c], hp[c] = hv[par], hp[par]
+                c = par
+            hv[c], hp[c] = V[loff[j]], j
+    m = 0
+    while h:
+        j = hp[0]
+        p = pos[j]
+        r = RK[p]
+        full[m, 0] = V[p]
+        full[m, 1] = r + s_lo - lo[j]
+        full[m, 2] = r + s_hi - hi[j]
+        m += 1
+        s_lo += r - lo[j]
+        lo[j] = r
+        p += 1
+        pos[j] = p
+        nh = RK[p] - 1 if p < loff[j] + llen[j] else lsize[j]
+        s_hi += nh - hi[j]
+        hi[j] = nh
+        if p < loff[j] + llen[j]:  # replace the top by the list's next head, sift down
+            x, xj = V[p], j
+        else:
+            h -= 1
+            x, xj = hv[h], hp[h]
+        c = 0
+        while True:
+            ch = 2 * c + 1
+            if ch >= h:
+                break
+            if ch + 1 < h and (hv[ch + 1] < hv[ch] or (hv[ch + 1] == hv[ch] and hp[ch + 1] < hp[ch])):
+                ch += 1
+            if hv[ch] < x or (hv[ch] == x and hp[ch] < xj):
+                hv[c], hp[c] = hv[ch], hp[ch]
+                c = ch
+            else:
+                break
+        if h:
+            hv[c], hp[c] = x, xj
+    if budget < 0 or M <= 2:
+        return full
+    keep = prune(full[:, 0], full[:, 1], full[:, 2], budget)
+    out = np.empty((len(keep), 3))
+    for i in range(len(keep)):
+        out[i, 0] = full[keep[i], 0]
+        out[i, 1] = full[keep[i], 1]
+        out[i, 2] = full[keep[i], 2]
+    return out
+
+
+@numba.njit(**_NJ)
 def prune(v, rlo, rhi, budget):
     """Indices of a merged summary's tuples to keep so that consecutive kept tuples have
     r+_next - r-_prev <= budget where the input allows it (the first and last tuples are kept)."""

@@ -49,7 +49,7 @@ import numpy as np
 
 from ..arrays import check_increasing, rank_fraction
 from ..errors import Unsupported
-from . import QuantileOperator, merge_summaries
+from . import QuantileOperator
 from . import _nofn_kernels as K
 
 MAX_ROWS = 2**20  # the largest window served by the shared structure (space O(Wmax) per column)
@@ -251,9 +251,8 @@ class NofN(QuantileOperator):
                  self.nj, self.nm, self.ng, self.tf[pos], ti[0], ti[1], ti[2], ti[3], n, out)
         return out
 
-    def summary(self, qid: int, n: int) -> np.ndarray:
-        """The query's window part as (m, 3) tuples (v, r-, r+): the cover's lists merged
-        (:func:`~vigil.quantiles.merge_summaries`), pruned to rank steps <= 2 eps n_part."""
+    def _cover(self, qid: int, n: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """The lists of the query's window after position n: (count, offsets, lengths, sizes)."""
         phi, _, start, w = self.q[int(qid)]
         n = max(int(n), self.last_seq)
         lq = max(start + 1, n - w + 1)
@@ -262,15 +261,25 @@ class NofN(QuantileOperator):
         loff, llen, lgap, lsize = (np.empty(cap, np.int64) for _ in range(4))
         k = K.cover(self.meta, self.lev, self.V, self.RK, self.ls, self.blo, self.bhi, self.os_, self.oss,
                     self.nj, self.nm, self.ng, lq, loff, llen, lgap, lsize)
-        parts = []
+        return k, loff, llen, lsize
+
+    def summary(self, qid: int, n: int, prune: bool = True) -> np.ndarray:
+        """The query's window part as (m, 3) tuples (v, r-, r+): the cover's lists merged as
+        :func:`~vigil.quantiles.merge_summaries` merges them, pruned to rank steps <= 2 eps n_part
+        (``prune``)."""
+        k, loff, llen, lsize = self._cover(qid, n)
+        budget = 2.0 * self.eps * float(lsize[:k].sum()) if prune else -1.0
+        return K.summary(self.V, self.RK, k, loff, llen, lsize, budget)
+
+    def parts(self, qid: int, n: int) -> list[np.ndarray]:
+        """The cover's lists of the query's window as (v, r, r) parts (what :meth:`summary` merges)."""
+        k, loff, llen, _ = self._cover(qid, n)
+        out = []
         for j in range(k):
             o, ln = int(loff[j]), int(llen[j])
             r = self.RK[o:o + ln].astype(np.float64)
-            parts.append(np.column_stack([self.V[o:o + ln], r, r]))
-        s = merge_summaries(parts)
-        if len(s) > 2:
-            s = s[K.prune(s[:, 0], s[:, 1], s[:, 2], 2.0 * self.eps * float(s[-1, 2]))]
-        return s
+            out.append(np.column_stack([self.V[o:o + ln], r, r]))
+        return out
 
     # ------------------------------------------------------------------ state
     def state(self) -> dict[str, Any]:
