@@ -481,7 +481,10 @@ class Engine:
         by_id, where = self.by_id, self.where
         per: dict[str, list[int]] = {}
         for qid in dict.fromkeys([by_id[op["id"]] for _, _, op in todo]):  # known ids (_deferrable), once each
-            key = self._where(qid)
+            key = where.get(qid)
+            if key is not None and key not in per:  # its group fed once (it may mature queries)
+                self._ready(key)
+                key = where.get(qid)
             if key is not None:  # terminating a matured query is a no-op
                 per.setdefault(key, []).append(qid)
         for key, qids in per.items():

@@ -39,6 +39,7 @@ from .specs import fast_spec
 # how the reasons of registers refused after a valid spec begin (sharded mode frees their ids)
 REFUSALS = ("unsupported by ", "the stream has no column ")
 OP_FIELDS = {"register": {"op", "at", "query"}, "terminate": {"op", "at", "id"}, "lookup": {"op", "at", "id"}}
+AT_MAX = 2**63 - 1  # an operation's position is a seq (int64, docs/contract.md)
 
 
 @contextmanager
@@ -69,26 +70,34 @@ def parse_op(raw: Any) -> tuple[dict, str | None]:
 
 def parse_ops(raws: list) -> list[tuple[dict, str | None]]:
     """``[parse_op(raw) for raw in raws]``, the JSON lines decoded in one pass."""
-    out = []
+    out: list[tuple[dict, str | None]] = []
     if not any(isinstance(r, str | bytes) for r in raws):
         return [check_op(r) for r in raws]
     texts = [r for r in raws if isinstance(r, str | bytes)]
     dec = iter(jsonline.loads_many(texts))
+    app, fields_of, ids_ops = out.append, OP_FIELDS.get, _ID_OPS
     for r in raws:
         if not isinstance(r, str | bytes):
-            out.append(check_op(r))
+            app(check_op(r))
             continue
         r = next(dec)
         if type(r) is dict:  # decoded here: a fresh dict, used as the op without a copy
             kind, at = r.get("op"), r.get("at", 0)
-            fields = OP_FIELDS.get(kind) if type(kind) is str else None
-            if fields is not None and type(at) is int and at >= 0 and r.keys() <= fields \
-                    and (type(r.get("query")) is dict if kind == "register" else type(r.get("id")) is str):
-                r["at"] = at
-                out.append((r, None))
-                continue
-        out.append(({}, _malformed(r)) if isinstance(r, ValueError) else check_op(r))
+            if type(at) is int and 0 <= at <= AT_MAX and type(kind) is str:
+                if kind in ids_ops:  # a lookup or termination: {op, at, id}
+                    if type(r.get("id")) is str and r.keys() <= ids_ops[kind]:
+                        r["at"] = at
+                        app((r, None))
+                        continue
+                elif (fields := fields_of(kind)) is not None and type(r.get("query")) is dict and r.keys() <= fields:
+                    r["at"] = at
+                    app((r, None))
+                    continue
+        app(({}, _malformed(r)) if isinstance(r, ValueError) else check_op(r))
     return out
+
+
+_ID_OPS = {k: OP_FIELDS[k] for k in ("lookup", "terminate")}
 
 
 def check_op(raw: Any) -> tuple[dict, str | None]:
@@ -97,7 +106,7 @@ def check_op(raw: Any) -> tuple[dict, str | None]:
     if type(raw) is dict:  # the common well-formed shapes, checked at once
         kind, at = raw.get("op"), raw.get("at", 0)
         fields = OP_FIELDS.get(kind) if type(kind) is str else None
-        if fields is not None and type(at) is int and at >= 0 and raw.keys() <= fields \
+        if fields is not None and type(at) is int and 0 <= at <= AT_MAX and raw.keys() <= fields \
                 and (type(raw.get("query")) is dict if kind == "register" else type(raw.get("id")) is str):
             op = dict(raw)
             op["at"] = at
@@ -112,9 +121,11 @@ def check_op(raw: Any) -> tuple[dict, str | None]:
     at = op["at"]
     if isinstance(at, bool) or not isinstance(at, int) or at < 0:
         if isinstance(at, float) and at.is_integer() and at >= 0:
-            op["at"] = int(at)
+            op["at"] = at = int(at)
         else:
             return {**op, "at": None}, f"at: must be a non-negative integer, got {at!r}"
+    if at > AT_MAX:
+        return {**op, "at": None}, f"at: must be at most 2^63 - 1 (a stream position), got {at!r}"
     if kind == "register" and "sql" in op:  # a standing query in SQL (vigil.sql, loaded on use)
         from .sql import register_op
         return register_op(op)
@@ -246,7 +257,9 @@ def deferrable(eng, upto: int) -> int:
     terminations in dependent groups, not at every operation."""
     left: dict[str, int] = {}
     seen: set[int] = set()
-    looked: set[int] = set()
+    looked = False
+    can_wait: dict[str | None, bool] = {}  # group key -> its lookups may wait
+    fed: set[str] = set()  # groups whose queries end inside segments, fed their deferred rows
     by_id, where, groups = eng.by_id, eng.where, eng.groups
     for k, (at, _, op) in enumerate(eng.pending):
         kind = op["op"]
@@ -257,15 +270,19 @@ def deferrable(eng, upto: int) -> int:
             return k
         key = where.get(qid)
         if kind == "lookup":
-            g = None if key is None else groups[key]
-            if (g is None or eng.partial is not None or g.ends_inside_segment or left
-                    or not hasattr(g, "lookup_many")):
+            ok = can_wait.get(key)
+            if ok is None:
+                g = None if key is None else groups[key]
+                ok = can_wait[key] = not (g is None or eng.partial is not None or g.ends_inside_segment
+                                          or not hasattr(g, "lookup_many"))
+            if not ok or left:
                 return k
-            looked.add(qid)
+            looked = True
             continue
         if looked:
             return k
-        if key is not None and groups[key].ends_inside_segment:  # its queries may have ended
+        if key is not None and key not in fed and groups[key].ends_inside_segment:  # its queries may have ended
+            fed.add(key)
             key = eng._where(qid, False)
         if key is None or qid in seen:
             continue
@@ -346,6 +363,7 @@ def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) 
         if rest:
             g._later = rest
     starts = [i for i in range(len(ats)) if not i or ats[i] != ats[i - 1]]  # one call per position
+    qarr = np.asarray(qids, np.int64)
     if later:
         cols, seg = eng._cols, eng._seg
         rows, seqs = np.concatenate([e[0] for e in later]), np.concatenate([e[1] for e in later])
@@ -366,9 +384,12 @@ def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) 
                 if v.any():
                     g.feed(cols, rows[fed:e][v], seqs[fed:e][v], seg)
             fed = e
-        got = g.lookup_many(np.array(qids[i:j], np.int64), ats[i])
-        for k, a in zip(ks[i:j], got, strict=True):
-            answers[k] = a
+        got = g.lookup_many(qarr[i:j], ats[i])
+        if j - i == 1:
+            answers[ks[i]], = got
+        else:
+            for k, a in zip(ks[i:j], got, strict=True):
+                answers[k] = a
 
 
 def emit_answers(eng, ats: list[int], asked: list, qids: list[int], answers: list, pos: list[int]) -> None:
@@ -378,6 +399,12 @@ def emit_answers(eng, ats: list[int], asked: list, qids: list[int], answers: lis
     (:class:`vigil.group.PerKey`) is one event per key, or one with an empty key list when no
     key has a value. Counts the lookups applied."""
     ids = eng.ids
+    values = [a[0] for a in answers]
+    if PerKey not in set(map(type, values)):  # one event per lookup: the columns at once
+        run = (list(map(ids.__getitem__, qids)), list(ats), values, [a[1] for a in answers], list(asked), list(pos))
+        eng.counts["ops_applied"] += len(qids)
+        eng._out.emit_answers(run, eng.out_counts)
+        return
     run: tuple[list, list, list, list, list, list] = ([], [], [], [], [], [])  # id, at, value, keys, asked, pos
     r_id, r_at, r_val, r_keys, r_asked, r_pos = run
     for at, ask, q, (value, keys), p in zip(ats, asked, qids, answers, pos, strict=True):

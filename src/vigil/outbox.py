@@ -52,7 +52,7 @@ class Outbox:
             return 0
         cols = {"event": pa.array(["answer"] * k, pa.string()), "id": pa.array(ids, pa.string()),
                 "at": pa.array(at, pa.int64()), "value": pa.array(values, pa.float64()),
-                "keys": pa.array(keys, pa.list_(pa.string())), "asked_at": pa.array(asked, pa.int64())}
+                "keys": _nullable(keys, pa.list_(pa.string())), "asked_at": _nullable(asked, pa.int64())}
         self.rows.append(pa.table([cols[f.name] if f.name in cols else pa.nulls(k, f.type) for f in OUTPUT_SCHEMA],
                                   schema=OUTPUT_SCHEMA))
         self.pos.extend(pos)
@@ -115,3 +115,8 @@ class Outbox:
             return pa.concat_tables([ops, elem])
         order = np.argsort(np.concatenate([np.arange(len(at)) * 2, cut * 2 - 1]), kind="stable")
         return pa.concat_tables([elem, ops]).take(pa.array(order))
+
+
+def _nullable(values: list, typ: pa.DataType) -> pa.Array:
+    """``pa.array(values, typ)``; all nulls (the common case: keys, asked_at) without a pass over them."""
+    return pa.nulls(len(values), typ) if values.count(None) == len(values) else pa.array(values, typ)

@@ -96,7 +96,22 @@ class SubstreamGroup(Group):
 
     def lookup_many(self, qids, n):
         t_now = self.engine._t_now(self.params["time_column"], n, self.t_last)
-        return [(None, sorted(self.codes.values[int(c)] for c in codes)) for codes in self.op.lookup(qids, n, t_now)]
+        got = self.op.lookup(qids, n, t_now)
+        rank, texts = self._key_order()
+        # each answer's keys sorted by text: their codes' ranks sorted (no per-key Python compare)
+        return [(None, list(map(texts.__getitem__, np.sort(rank[codes]).tolist()))) for codes in got]
+
+    def _key_order(self) -> tuple[np.ndarray, list[str]]:
+        """(rank of each key code in text order, the key texts in that order), recomputed when keys
+        were added."""
+        vals = self.codes.values
+        c = self.__dict__.get("_order")
+        if c is None or c[0] != len(vals):
+            order = sorted(range(len(vals)), key=vals.__getitem__)
+            rank = np.empty(len(vals), np.int64)
+            rank[order] = np.arange(len(vals))
+            c = self._order = (len(vals), rank, [vals[i] for i in order])
+        return c[1], c[2]
 
     def state(self):
         return {**super().state(), "codes": self.codes.values}
