@@ -1,5 +1,5 @@
 """The shipped select-join cost models (paper 003 §4.1, fitted by costs.fit_bounded on the batch
-rows of docs/experiments/joins/fit_batch3.npz): every term keeps a positive, non-negligible value,
+rows of docs/experiments/joins/fit_batch4.npz): every term keeps a positive, non-negligible value,
 and a fit on part of the workloads ranks the plans of the held-out workloads well enough to route
 them (measured batch times: the plan the models pick vs the fastest plan of each batch),
 including a query set the fit never saw (fig9's clustered rangeC's over [0, 10^4], fitted on
@@ -17,7 +17,7 @@ from vigil.bench.joins_dynamic import BATCH_SCALARS, BATCH_STATS
 from vigil.joins import costs as cm
 from vigil.joins._cost_params import PARAMS
 
-NPZ = Path(__file__).resolve().parents[2] / "docs/experiments/joins/fit_batch3.npz"
+NPZ = Path(__file__).resolve().parents[2] / "docs/experiments/joins/fit_batch4.npz"
 PLANS = list(cm.MODELS["select"])
 # the models before the coverage terms (SJ-JoinFirst's R-tree priced m' sqrt|Q|, no hit terms)
 NO_COVERAGE = {"join_first": ["log_s", "mp_sqrt_q", "mp", "np_log_mp"],
