@@ -117,9 +117,19 @@ def shard_task(item: tuple) -> tuple:
     alive = _alive_split(eng)
     if not final:  # the end of input is never kept (as in driver mode): the engine is dropped
         written += shard_store.commit(extra["root"], extra["run"], shard, extra["batch"], eng, extra["keep_from"])
+    sums = _pruned(extra["summaries"], eng.quantile_epsilon)
     timing = {"s": time.perf_counter() - t0, "replayed": int(restore["replayed"]),
               "restore_s": float(restore["s"])}
-    return shard, _ipc(out), written, alive, timing, extra["summaries"]
+    return shard, _ipc(out), written, alive, timing, sums
+
+
+def _pruned(summaries: list, eps: float) -> list:
+    """Quantile lookups' summaries as they travel to the driver: each cut to rank gaps within
+    2 eps n (``vigil.quantiles.prune``: ~1/eps tuples, still eps-approximate for the merge;
+    a GK summary at eps/4 or a suffix summary holds several times more)."""
+    from vigil.quantiles.prune import prune
+
+    return [(at, ident, phi, prune(s, eps) if np.ndim(s) == 2 else s, asked) for at, ident, phi, s, asked in summaries]
 
 
 def _fault_kill_once() -> None:
