@@ -39,14 +39,13 @@ import numba
 import numpy as np
 
 from ._sliding_kernels import Q_DEAD as _SLIDING_Q_DEAD
-from ._sliding_kernels import _heap_pop, heap_push  # the notify deadline heap: a min-heap on qi[Q_DEAD]
 
 _NJ = {"cache": True, "nogil": True}
 _NI = {"cache": True, "nogil": True, "inline": "always"}
 
-# meta slots
-M_K, M_NE, M_OC, M_OSN, M_OSC, M_HS, M_NOUT, M_EVALS, M_SEARCHES, M_PT, M_SRT, M_NS = range(12)
-META_SIZE = 12
+# meta slots (M_NYB, M_NYQ: young buffers and young queries, :mod:`._suffix_notify`)
+M_K, M_NE, M_OC, M_OSN, M_OSC, M_HS, M_NOUT, M_EVALS, M_SEARCHES, M_PT, M_SRT, M_NS, M_NYB, M_NYQ = range(14)
+META_SIZE = 14
 # per-summary table rows (sum_): offset in the pool, length, element count
 S_OFF, S_LEN, S_CNT = range(3)
 # per-slot integer rows (qi): segment index at registration, element count at registration, deadline, on
@@ -59,23 +58,27 @@ MAXL = 48
 
 @numba.njit(**_NI)
 def _left(a, lo, hi, v):
-    while lo < hi:
-        m = (lo + hi) >> 1
-        if a[m] < v:
-            lo = m + 1
-        else:
-            hi = m
+    """The first index in [lo, hi) with a[i] >= v (hi if none); branch-free halving."""
+    n = hi - lo
+    while n > 1:
+        h = n >> 1
+        lo = lo + h if a[lo + h - 1] < v else lo
+        n -= h
+    if n == 1 and a[lo] < v:
+        lo += 1
     return lo
 
 
 @numba.njit(**_NI)
 def _right(a, lo, hi, v):
-    while lo < hi:
-        m = (lo + hi) >> 1
-        if a[m] <= v:
-            lo = m + 1
-        else:
-            hi = m
+    """The first index in [lo, hi) with a[i] > v (hi if none); branch-free halving."""
+    n = hi - lo
+    while n > 1:
+        h = n >> 1
+        lo = lo + h if a[lo + h - 1] <= v else lo
+        n -= h
+    if n == 1 and a[lo] <= v:
+        lo += 1
     return lo
 
 
@@ -257,7 +260,7 @@ def _one(pv, pa, pb, sm, s, y):
     ln = sm[S_LEN, s]
     i = _right(pv, off, off + ln, y)
     lb = pa[i - 1] if i > off else 0
-    j = _left(pv, off, i, y)
+    j = i - 1 if i > off and pv[i - 1] == y else i  # (a summary's values are distinct)
     return (pb[j] if j < off + ln else sm[S_CNT, s]), lb
 
 
@@ -281,13 +284,16 @@ def _open_counts(meta, osv, osa, osb, ob, y, ub, lb):
         i = _right(osv, 0, n, y)
         if i > 0:
             lb += osa[i - 1]
-        j = _left(osv, 0, i, y)
+        j = i - 1 if i > 0 and osv[i - 1] == y else i
         ub += osb[j] if j < n else meta[M_OSC]
     c = meta[M_OC]
     if c:
         i = _right(ob, 0, c, y)
         lb += i
-        ub += _left(ob, 0, i, y)
+        j = i
+        while j > 0 and ob[j - 1] == y:  # (the buffer may hold ties)
+            j -= 1
+        ub += j
     return ub, lb
 
 
@@ -305,19 +311,22 @@ def _counts_rng(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, y, L, R, RI
         RI[w] = i
         if i > off:
             lb += pa[i - 1]
-        j = _left(pv, L[w], i, y)
+        j = i - 1 if i > off and pv[i - 1] == y else i
         ub += pb[j] if j < end else sm[S_CNT, s]
     n = meta[M_OSN]
     i = _right(osv, L[np_], R[np_], y)
     RI[np_] = i
     if i > 0:
         lb += osa[i - 1]
-    j = _left(osv, L[np_], i, y)
+    j = i - 1 if i > 0 and osv[i - 1] == y else i
     ub += osb[j] if j < n else meta[M_OSC]
     i = _right(ob, L[np_ + 1], R[np_ + 1], y)
     RI[np_ + 1] = i
     lb += i
-    ub += _left(ob, L[np_ + 1], i, y)
+    j = i
+    while j > 0 and ob[j - 1] == y:
+        j -= 1
+    ub += j
     return ub, lb
 
 
@@ -572,39 +581,3 @@ def _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, par
         return False, last
     qi[Q_DEAD, s] = ne + max(db, np.int64(0))
     return bv != last, bv
-
-
-@numba.njit(**_NJ)
-def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delta, qf, qi, qc, heap, nlive,
-         oslot, ooff, oval):
-    """Insert x[p0:] and run the due notify queries; stops early (returning the index reached)
-    when the output buffers or the open summary could overflow."""
-    bmax = len(ob)
-    parts = np.empty(2 * MAXL + 2, np.int64)
-    L, R, RI, cand = np.empty(2 * MAXL + 2, np.int64), np.empty(2 * MAXL + 2, np.int64), np.empty(2 * MAXL + 2, np.int64), np.empty(64)
-    for i in range(p0, len(x)):
-        if meta[M_NOUT] + nlive + 1 > len(oslot) or 2 * (meta[M_OSN] + bmax + 2) > len(osv):
-            return i  # (the caller grows the output buffers or the open summary)
-        if meta[M_OC] == bmax:
-            flush_open(meta, ob, osv, osa, osb, tv, ta, tb, delta)
-        oc = meta[M_OC]
-        ob[oc] = x[i]
-        meta[M_OC] = oc + 1
-        ne = meta[M_NE] + 1
-        meta[M_NE] = ne
-        hs = meta[M_HS]
-        if hs > 0 and qi[Q_DEAD, heap[0]] < ne:
-            sort_open(meta, ob)
-        while hs > 0 and qi[Q_DEAD, heap[0]] < ne:
-            s, hs = _heap_pop(heap, qi, hs)
-            if qi[Q_ON, s] == 0:
-                continue
-            changed, val = _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R, RI, cand)
-            if changed:
-                w = meta[M_NOUT]
-                oslot[w], ooff[w], oval[w] = s, i, val
-                meta[M_NOUT] = w + 1
-                qf[F_LAST, s] = val
-            hs = heap_push(heap, qi, hs, s)
-        meta[M_HS] = hs
-    return len(x)

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from . import _suffix_kernels as K
+from . import _suffix_notify as N
 
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
 BMAX = 256
@@ -92,6 +93,10 @@ class Suffix:
         self.nslots = 0
         self.nlive = 0
         self.out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))
+        # young notify queries, served exactly from their positions' sorted windows (:mod:`._suffix_notify`)
+        self.yq = np.zeros((4, 4), np.int64)
+        self.yb = np.zeros((2, 4), np.int64)
+        self.yv = np.empty((4, N.Y))
         # qid -> (phi, e, K_q, N at registration, slot, notify): every query has a slot (a plain
         # query's holds its last answer, :meth:`lookup`); -1 only in snapshots from before that
         self.q: dict[int, tuple[float, float, int, int, int, bool]] = {}
@@ -145,7 +150,13 @@ class Suffix:
         self.slot_qid[slot] = qid
         if notify:
             self.nlive += 1
-            self.meta[K.M_HS] = K.heap_push(self.heap, self.qi, int(self.meta[K.M_HS]), slot)
+            m = self.meta
+            if m[K.M_NYQ] >= self.yq.shape[1]:
+                self.yq = np.concatenate([self.yq, np.zeros_like(self.yq)], axis=1)
+            if m[K.M_NYB] >= self.yb.shape[1]:
+                self.yb = np.concatenate([self.yb, np.zeros_like(self.yb)], axis=1)
+                self.yv = np.concatenate([self.yv, np.empty_like(self.yv)])
+            N.young_add(m, self.yq, self.yb, self.yv, slot, ne)
         self.q[int(qid)] = (float(phi), float(e), int(self.meta[K.M_K]), ne, slot, bool(notify))
         self._table = None
 
@@ -179,9 +190,9 @@ class Suffix:
         if 2 * (int(self.meta[K.M_OSN]) + BMAX + 2) > self.oscap:  # (it stays near 1/delta values)
             self._grow_open()
         oslot, ooff, oval = self.out
-        return int(K.push(x, p, self.meta, self.pv, self.pa, self.pb, self.sm, self.nodes, self.osv, self.osa,
+        return int(N.push(x, p, self.meta, self.pv, self.pa, self.pb, self.sm, self.nodes, self.osv, self.osa,
                           self.osb, self.ob, self.tv, self.ta, self.tb, self.delta, self.qf, self.qi, self.qc, self.heap,
-                          self.nlive, oslot, ooff, oval))
+                          self.nlive, oslot, ooff, oval, self.yq, self.yb, self.yv))
 
     def _grow_open(self) -> None:
         self.oscap *= 2
@@ -251,7 +262,7 @@ class Suffix:
         return np.column_stack([v, a.astype(np.float64), hi])
 
     # ------------------------------------------------------------------ state
-    _ARRAYS = ("meta", "ob", "osv", "osa", "osb", "sm", "nodes", "qf", "qi", "qc", "heap", "slot_qid")
+    _ARRAYS = ("meta", "ob", "osv", "osa", "osb", "sm", "nodes", "qf", "qi", "qc", "heap", "slot_qid", "yq", "yb", "yv")
 
     def state(self) -> dict[str, Any]:
         qs = sorted(self.q)
@@ -266,7 +277,10 @@ class Suffix:
     def from_state(cls, s: dict[str, Any]) -> Suffix:
         op = cls(float(s["eps"]))
         for k in cls._ARRAYS:
-            setattr(op, k, np.array(s[k]))
+            if k in s:  # (snapshots from before the young queries have none: their notify queries are on the heap)
+                setattr(op, k, np.array(s[k]))
+        if len(op.meta) < K.META_SIZE:
+            op.meta = np.concatenate([op.meta, np.zeros(K.META_SIZE - len(op.meta), np.int64)])
         op.oscap = int(s["oscap"])
         tc = op.oscap + 2 * BMAX + 16
         op.tv, op.ta, op.tb = np.empty(tc), np.zeros(tc, np.int64), np.zeros(tc, np.int64)

@@ -1,0 +1,236 @@
+"""The push kernel of the suffix structure (:mod:`.suffix`): elements in, notify updates out.
+
+Mature notify queries (at least ``Y`` elements in their window) are re-evaluated on the suffix
+summaries when their deadline comes (:func:`._suffix_kernels._evaluate`); the deadlines are a
+min-heap on ``qi[Q_DEAD]`` whose top is re-evaluated in place and sifted down (one pass instead
+of a pop and a push).
+
+Young queries (fewer than ``Y`` elements since their registration) are served exactly instead:
+their whole window is the last N elements, so every registration position with young queries
+keeps a *young buffer*, the sorted values of its window (shared by the queries registered
+there), and each young query the exact counts lo = #(< v), hi = #(<= v) of its held value v,
+updated by one comparison per element. The value is kept while some rank it occupies,
+[lo + 1, hi], lies within the contract's e*N + 1 of the target max(1, ceil(phi*N)) (docs/contract.md),
+checked at every element; when it leaves, the new value is the window's element at the target
+rank (the buffer's entry t - 1). On a summary a young query's rank bound e*N + 1 leaves no room
+for the summaries' uncertainty (e*N < 1 below N = 1/e), so it was re-evaluated at nearly every
+element with a search each time; here a check is one comparison and a change one array read.
+When the window reaches Y elements the query is evaluated on the summaries once and joins the
+heap. Young buffers: at most one per registration position among the last Y elements, each of
+Y values (space O(Y^2) at worst, whatever the number of queries).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._sliding_kernels import heap_push  # the deadline heap: a min-heap on qi[Q_DEAD] (same row)
+from ._suffix_kernels import (
+    F_E,
+    F_LAST,
+    F_PHI,
+    M_HS,
+    M_NE,
+    M_NOUT,
+    M_NYB,
+    M_NYQ,
+    M_OC,
+    M_OSN,
+    MAXL,
+    Q_DEAD,
+    Q_ON,
+    Q_S0,
+    _evaluate,
+    flush_open,
+    sort_open,
+)
+
+_NJ = {"cache": True, "nogil": True}
+_NI = {"cache": True, "nogil": True, "inline": "always"}
+
+Y = 256  # young queries: windows of fewer than Y elements (module doc)
+# young query rows (yq): slot, young buffer, lo = #(< v), hi = #(<= v) over the window
+YQ_SLOT, YQ_BUF, YQ_LO, YQ_HI = range(4)
+# young buffer rows (yb): element count at its registration position, queries referring to it
+YB_S0, YB_REF = range(2)
+
+
+@numba.njit(**_NI)
+def _sift_down(heap, qi, hs, i):
+    while True:
+        a = 2 * i + 1
+        if a >= hs:
+            return
+        b = a + 1
+        c = b if b < hs and qi[Q_DEAD, heap[b]] < qi[Q_DEAD, heap[a]] else a
+        if qi[Q_DEAD, heap[i]] <= qi[Q_DEAD, heap[c]]:
+            return
+        heap[c], heap[i] = heap[i], heap[c]
+        i = c
+
+
+@numba.njit(**_NI)
+def _targets(phi, n):
+    """(lowest, highest) target rank max(1, ceil(phi*n)) can be given phi*n's rounding, in [1, n]."""
+    f = phi * n
+    t0 = min(n, max(1, np.int64(math.ceil(f - 1e-9))))
+    t1 = min(n, max(1, np.int64(math.ceil(f + 1e-9))))
+    return t0, t1
+
+
+@numba.njit(**_NI)
+def _young_ok(lo, hi, n, phi, e):
+    """Does a value occupying ranks [lo + 1, hi] of n meet the contract's bound (rounding-safe)?"""
+    if hi <= lo:
+        return False
+    t0, t1 = _targets(phi, n)
+    d = max(0, lo + 1 - t0, t1 - hi)
+    return d <= np.int64(math.floor(e * n - 1e-9)) + 1
+
+
+@numba.njit(**_NJ)
+def young_add(meta, yq, yb, yv, slot, ne):
+    """A notify query registered now (ne elements pushed) starts young, on the young buffer of
+    this position (created if none). The caller reserved a row in yq, yb and yv."""
+    nb = meta[M_NYB]
+    b = -1
+    for k in range(nb):
+        if yb[YB_S0, k] == ne:
+            b = k
+    if b < 0:
+        b = nb
+        yb[YB_S0, b] = ne
+        yb[YB_REF, b] = 0
+        meta[M_NYB] = nb + 1
+    yb[YB_REF, b] += 1
+    j = meta[M_NYQ]
+    yq[YQ_SLOT, j] = slot
+    yq[YQ_BUF, j] = b
+    yq[YQ_LO, j] = 0
+    yq[YQ_HI, j] = 0
+    meta[M_NYQ] = j + 1
+
+
+@numba.njit(**_NI)
+def _young_drop(meta, yq, yb, yv, j):
+    """Remove young query j (and its buffer when no query refers to it); returns the next j to visit."""
+    b = yq[YQ_BUF, j]
+    nq = meta[M_NYQ] - 1
+    yq[:, j] = yq[:, nq]
+    meta[M_NYQ] = nq
+    yb[YB_REF, b] -= 1
+    if yb[YB_REF, b] == 0:
+        nb = meta[M_NYB] - 1
+        if b != nb:
+            yb[:, b] = yb[:, nb]
+            yv[b, :] = yv[nb, :]
+            for k in range(nq):
+                if yq[YQ_BUF, k] == nb:
+                    yq[YQ_BUF, k] = b
+        meta[M_NYB] = nb
+    return j
+
+
+@numba.njit(**_NJ)
+def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delta, qf, qi, qc, heap, nlive,
+         oslot, ooff, oval, yq, yb, yv):
+    """Insert x[p0:] and run the young queries and the due mature ones; stops early (returning
+    the index reached) when the output buffers or the open summary could overflow."""
+    bmax = len(ob)
+    ycap = yv.shape[1]
+    parts = np.empty(2 * MAXL + 2, np.int64)
+    L, R, RI, cand = np.empty(2 * MAXL + 2, np.int64), np.empty(2 * MAXL + 2, np.int64), np.empty(2 * MAXL + 2, np.int64), np.empty(64)
+    for i in range(p0, len(x)):
+        if meta[M_NOUT] + nlive + 1 > len(oslot) or 2 * (meta[M_OSN] + bmax + 2) > len(osv):
+            return i  # (the caller grows the output buffers or the open summary)
+        if meta[M_OC] == bmax:
+            flush_open(meta, ob, osv, osa, osb, tv, ta, tb, delta)
+        y = x[i]
+        oc = meta[M_OC]
+        ob[oc] = y
+        meta[M_OC] = oc + 1
+        ne = meta[M_NE] + 1
+        meta[M_NE] = ne
+        sorted_ = False
+        # young buffers: insert the element (sorted)
+        for b in range(meta[M_NYB]):
+            c = ne - 1 - yb[YB_S0, b]
+            if c >= ycap:
+                continue
+            k = c
+            while k > 0 and yv[b, k - 1] > y:
+                yv[b, k] = yv[b, k - 1]
+                k -= 1
+            yv[b, k] = y
+        j = 0
+        while j < meta[M_NYQ]:
+            s = yq[YQ_SLOT, j]
+            if qi[Q_ON, s] == 0:
+                j = _young_drop(meta, yq, yb, yv, j)
+                continue
+            n = ne - qi[Q_S0, s]
+            if n >= ycap:  # grown up: on the summaries from now on (its value was valid at n - 1)
+                if not sorted_:
+                    sort_open(meta, ob)
+                    sorted_ = True
+                changed, val = _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R,
+                                         RI, cand)
+                if changed:
+                    w = meta[M_NOUT]
+                    oslot[w], ooff[w], oval[w] = s, i, val
+                    meta[M_NOUT] = w + 1
+                    qf[F_LAST, s] = val
+                meta[M_HS] = heap_push(heap, qi, meta[M_HS], s)
+                j = _young_drop(meta, yq, yb, yv, j)
+                continue
+            b = yq[YQ_BUF, j]
+            v = qf[F_LAST, s]
+            lo = yq[YQ_LO, j]
+            hi = yq[YQ_HI, j]
+            if y < v:
+                lo += 1
+                hi += 1
+            elif y == v:
+                hi += 1
+            phi = qf[F_PHI, s]
+            e = qf[F_E, s]
+            if not _young_ok(lo, hi, n, phi, e):
+                t = min(n, max(1, np.int64(math.ceil(phi * n - 1e-9))))
+                nv = yv[b, t - 1]
+                lo = t - 1
+                while lo > 0 and yv[b, lo - 1] == nv:
+                    lo -= 1
+                hi = t
+                while hi < n and yv[b, hi] == nv:
+                    hi += 1
+                if nv != v:
+                    w = meta[M_NOUT]
+                    oslot[w], ooff[w], oval[w] = s, i, nv
+                    meta[M_NOUT] = w + 1
+                    qf[F_LAST, s] = nv
+            yq[YQ_LO, j] = lo
+            yq[YQ_HI, j] = hi
+            j += 1
+        hs = meta[M_HS]
+        while hs > 0 and qi[Q_DEAD, heap[0]] < ne:
+            s = heap[0]
+            if qi[Q_ON, s] == 0:
+                hs -= 1
+                heap[0] = heap[hs]
+                _sift_down(heap, qi, hs, 0)
+                continue
+            if not sorted_:
+                sort_open(meta, ob)
+                sorted_ = True
+            changed, val = _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R, RI, cand)
+            if changed:
+                w = meta[M_NOUT]
+                oslot[w], ooff[w], oval[w] = s, i, val
+                meta[M_NOUT] = w + 1
+                qf[F_LAST, s] = val
+            _sift_down(heap, qi, hs, 0)
+        meta[M_HS] = hs
+    return len(x)
