@@ -110,7 +110,7 @@ def test_outputs_written_before_asked_at_existed_still_read():
 def test_sharded_mode_answers_late_lookups_with_asked_at_too(tmp_path):
     """Sharded mode (run in-process, no Spark: the code Spark runs on executors): a late lookup of
     a window query (answered by its shard), a substream filter (keys merged over the shards) and a
-    quantile query (merged summaries) carries at = the position and asked_at, as one engine does."""
+    quantile query (answered by its column's home shard) carries at = the position and asked_at, as one engine does."""
     from vigil.pipeline import sinks
     from vigil.pipeline.driver import RunConfig
     from vigil.pipeline.sharded import ShardedProcessor

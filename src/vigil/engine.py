@@ -27,9 +27,8 @@ Snapshots are pickle-free (vigil.state): engine bookkeeping as JSON, operator st
 
 Sharded mode (vigil.pipeline.sharded) runs one Engine per shard, each seeing part of the stream.
 Its hooks, all inert unless used: ``Engine.partial`` (a :class:`Partial`: which received rows each
-partitioned group owns, the global clock for substream lookups, quantile summaries instead of
-answers), ``Engine.advance`` (elements routed elsewhere move the position) and
-``Engine.add_history`` (join history rows applied by other shards).
+partitioned group owns, the global clock for substream lookups), ``Engine.advance`` (elements
+routed elsewhere move the position) and ``Engine.add_history`` (join history rows applied by other shards).
 """
 
 from __future__ import annotations
@@ -353,10 +352,6 @@ class Engine:
         g = self.groups[key]
         if not hasattr(g, "lookup_many"):
             return self._reject_op(at, ident, f"lookup is not defined for {g.family} queries (they push events)")
-        if self.partial is not None and self.partial.summaries is not None and hasattr(g, "summary"):
-            self.partial.summaries.append((n, ident, float(json.loads(self.specs[qid])["phi"]), g.summary(qid, n), at if at != n else None))
-            self.counts["ops_applied"] += 1
-            return None
         (value, keys), = g.lookup_many(np.array([qid], np.int64), n)
         self.counts["ops_applied"] += 1
         self._answer(qid, n, value, keys, asked_at=at if at != n else None)

@@ -13,22 +13,16 @@ class Partial:
     * ``own``: tag -> bool mask over the rows of the next ``process`` batch. A group whose
       ``part_tag()`` is in ``own`` is fed only the rows whose mask is set; tags are
       ``"key:<column>"`` (substream filters keyed by that column: the shard owns those keys),
-      ``"seq"`` (quantiles: the shard's part of the elements), ``"join:<left>\\x1f<left_on>\\x1f
-      <right>\\x1f<right_on>"`` (equality join groups: the shard's key partition of both
-      relations) and ``"rel"`` (band join groups, and the join history the engine keeps). Every received row is still validated against every group,
+      ``"join:<left>\\x1f<left_on>\\x1f<right>\\x1f<right_on>"`` (equality join groups: the
+      shard's key partition of both relations) and ``"rel"`` (band join groups, and the join
+      history the engine keeps). Every received row is still validated against every group,
       exactly as without the hook. A group whose tag is absent sees every row it receives.
     * ``clock``: time column -> (seqs, times), seqs ascending, of the *whole* stream: a substream
       lookup after element n takes t_now = the time at the last seq <= n (an engine that sees the
       whole stream takes the time of its own last element, which is the same).
-    * ``summaries``: if a list, a quantile lookup appends ``(at, id, phi, summary, asked_at)`` to it
-      (the operator's mergeable summary, ``QuantileOperator.summary``; ``asked_at`` as in its
-      answer: the position a late lookup asked for, else None) instead of emitting its answer;
-      the caller merges the shards' summaries (``vigil.quantiles.merge_summaries``) and answers.
     """
 
     def __init__(self, own: dict[str, np.ndarray] | None = None,
-                 clock: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-                 summaries: list | None = None) -> None:
+                 clock: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         self.own = dict(own or {})
         self.clock = dict(clock or {})
-        self.summaries = summaries

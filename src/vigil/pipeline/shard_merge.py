@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,28 +17,22 @@ def touch(st: dict, ident: str) -> None:
     st.setdefault("_dirty", set()).add(ident)
 
 
-def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict) -> tuple[pa.Table, dict, dict[str, int]]:
+def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict,
+                  shards: int) -> tuple[pa.Table, dict, dict[str, int]]:
     """Shard outputs + driver events -> one batch output (columnar: a batch may carry millions
     of join pairs). Shard 'late' events are dropped (the driver reports lateness globally); a
     row rejected by several shards is kept once; for shared queries, rejections are taken
-    from shard 0, lookup answers are merged (substream: union of keys; quantiles: merged
-    summaries) and join pairs / affected events found on several shards are kept once."""
-    from vigil.quantiles import answer_from_summary, merge_summaries
-
+    from shard 0, substream lookup answers are merged (union of keys) and join pairs / affected
+    events found on several shards are kept once. Quantile cluster numbers (a shard engine's
+    own numbering) become number * shards + shard: unique in the run, as the contract asks."""
     alive: dict[str, int] = {}
     tabs: list[pa.Table] = []
-    summ: dict[tuple, tuple[float, list]] = {}
-    for shard, out_b, _written, al, _dt, sums in results:
+    for shard, out_b, _written, al, _dt in results:
         for k, v in al.items():
             alive[k] = max(alive.get(k, 0), v) if k.startswith("shared:") else alive.get(k, 0) + v
         t = _unipc(out_b)
         if t.num_rows:
             tabs.append(t.append_column("_shard", pa.array(np.full(t.num_rows, shard, np.int64))))
-        nth: dict[tuple, int] = {}
-        for at, ident, phi, summary, asked in sums:
-            k = (at, ident, asked)
-            nth[k] = nth.get(k, -1) + 1
-            summ.setdefault((*k, nth[k]), (phi, []))[1].append(summary)
     per_family: dict[str, int] = {}
     for k, v in alive.items():
         fam = k.removeprefix("shared:")
@@ -57,6 +49,13 @@ def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict) -> 
                                           False).to_numpy(zero_copy_only=False), bool)
                   if shared_ids else np.zeros(n, bool))
         shard = np.asarray(t.column("_shard").to_numpy(), np.int64)
+        clu = (ev == "cluster") | (ev == "cluster_update")
+        if clu.any():
+            r = np.asarray(pc.fill_null(t.column("r"), 0).to_numpy(zero_copy_only=False), np.int64)
+            r = np.where(clu, r * shards + shard, r)
+            t = t.set_column(t.column_names.index("r"), "r",
+                             pa.array(r, t.schema.field("r").type, mask=~clu & ~np.asarray(
+                                 t.column("r").is_valid().to_numpy(zero_copy_only=False), bool)))
         at = np.asarray(pc.fill_null(t.column("at"), -1).to_numpy(zero_copy_only=False), np.int64)
         keep = ev != "late"
         rej = ev == "rejected"
@@ -120,9 +119,6 @@ def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict) -> 
         kept = t.filter(pa.array(keep)).drop_columns(["_shard"])
     else:
         kept = OUTPUT_SCHEMA.empty_table()
-    for (a, ident, asked, _), (phi, parts) in summ.items():
-        v = answer_from_summary(merge_summaries(parts), phi)
-        extra.append(_ev("answer", ident, a, value=None if math.isnan(v) else v, asked_at=asked))
     out = pa.concat_tables([kept.cast(OUTPUT_SCHEMA), pa.Table.from_pylist(extra, schema=OUTPUT_SCHEMA)])
     order = pc.sort_indices(out, sort_keys=[(c, "ascending", "at_start")
                                             for c in ("at", "event", "id", "r", "s", "reason")])

@@ -57,7 +57,6 @@ def plan_of(st: dict, ids: list[str], shards: int, before: int, marks: list[int]
         "jsigs": [list(s) for s in st["jsigs"]],
         "subcols": sorted({st["sub"][i][0] for i in ids if i in st["sub"]}),
         "tcols": sorted({st["sub"][i][1] for i in ids if i in st["sub"]}),
-        "quantiles": any(st["fam"].get(i) == "quantiles" for i in ids),
         "before": int(before),
         "carry": {t: float(st["clock"].get(t, -math.inf)) for t in {st["sub"][i][1] for i in ids if i in st["sub"]}},
         "marks": np.asarray(sorted(set(marks)), np.int64),
@@ -80,7 +79,7 @@ def route_masks(rt: dict, rows: pa.Table) -> tuple[list[np.ndarray], list[dict[s
             memo[col] = _shard_of(_text(rows, col), S)
         return memo[col]
 
-    for home in rt["spread"]:  # key-less threshold and window queries: every row
+    for home in rt["spread"]:  # key-less threshold, window and quantile queries: every row
         masks[home][:] = True
     if ERROR_COLUMN in rows.column_names:  # malformed rows: rejected once, by shard 0
         masks[0] |= np.asarray(rows.column(ERROR_COLUMN).is_valid().to_numpy(zero_copy_only=False), bool)
@@ -117,12 +116,6 @@ def route_masks(rt: dict, rows: pa.Table) -> tuple[list[np.ndarray], list[dict[s
         for k in range(S):
             own[k]["key:" + col] = dest == k
             masks[k] |= dest == k
-    part = seqs % S  # quantiles: by seq
-    for k in range(S):
-        own[k]["seq"] = part == k
-    if rt["quantiles"]:
-        for k in range(S):
-            masks[k] |= part == k
     return masks, [{t: m[masks[k]] for t, m in own[k].items()} for k in range(S)]
 
 

@@ -68,12 +68,10 @@ def _files(d: Path) -> tuple[list[int], dict[int, int]]:
 
 
 def apply(eng, rows_b: bytes, ops: list[str], extra: dict[str, Any], final: bool = False) -> pa.Table:
-    """One batch (or the end of input) of a shard through its engine; returns the outputs and
-    leaves the quantile summaries of its lookups in ``extra["summaries"]``."""
+    """One batch (or the end of input) of a shard through its engine; returns the outputs."""
     from vigil.engine import Partial
 
-    summaries: list = []
-    eng.partial = Partial(own=extra.get("own"), clock=extra.get("clock"), summaries=summaries)
+    eng.partial = Partial(own=extra.get("own"), clock=extra.get("clock"))
     try:
         if extra.get("hist"):
             eng.add_history(bytes_table(extra["hist"]))
@@ -86,7 +84,6 @@ def apply(eng, rows_b: bytes, ops: list[str], extra: dict[str, Any], final: bool
         return pa.concat_tables([out, more]) if more.num_rows else out
     finally:
         eng.partial = None
-        extra["summaries"] = summaries
 
 
 def _encode_input(rows_b: bytes, ops: list[str], extra: dict[str, Any]) -> bytes:

@@ -88,7 +88,7 @@ def _alive_split(eng) -> dict[str, int]:
         if not g.qids:
             continue
         fam = g.family
-        if fam in ("substream", "quantiles") or (fam == "joins" and g.params.get("kind") != "band"):
+        if fam == "substream" or (fam == "joins" and g.params.get("kind") != "band"):
             fam = "shared:" + fam
         per[fam] = per.get(fam, 0) + len(g.qids)
     return per
@@ -100,7 +100,7 @@ def shard_task(item: tuple) -> tuple:
     settings, final, extra); ``extra`` carries ``root`` (the shards' directory), ``run`` (the
     run's id), ``batch`` (this batch's id), ``keep_from`` and the routing inputs of
     :func:`.shard_store.apply`. Returns (shard, outputs IPC, bytes written durably, alive per
-    family, timing, quantile summaries); timing = {"s": seconds, "replayed": batches of the log
+    family, timing); timing = {"s": seconds, "replayed": batches of the log
     applied again to restore the engine (-1: the worker's live engine was used), "restore_s"}."""
     from . import shard_store
 
@@ -117,19 +117,9 @@ def shard_task(item: tuple) -> tuple:
     alive = _alive_split(eng)
     if not final:  # the end of input is never kept (as in driver mode): the engine is dropped
         written += shard_store.commit(extra["root"], extra["run"], shard, extra["batch"], eng, extra["keep_from"])
-    sums = _pruned(extra["summaries"], eng.quantile_epsilon)
     timing = {"s": time.perf_counter() - t0, "replayed": int(restore["replayed"]),
               "restore_s": float(restore["s"])}
-    return shard, _ipc(out), written, alive, timing, sums
-
-
-def _pruned(summaries: list, eps: float) -> list:
-    """Quantile lookups' summaries as they travel to the driver: each cut to rank gaps within
-    2 eps n (``vigil.quantiles.prune``: ~1/eps tuples, still eps-approximate for the merge;
-    a GK summary at eps/4 or a suffix summary holds several times more)."""
-    from vigil.quantiles.prune import prune
-
-    return [(at, ident, phi, prune(s, eps) if np.ndim(s) == 2 else s, asked) for at, ident, phi, s, asked in summaries]
+    return shard, _ipc(out), written, alive, timing
 
 
 def _fault_kill_once() -> None:

@@ -11,7 +11,7 @@ into per-shard work units that run as Spark tasks (one task per shard)::
                 -> [add_history(rows of new join placements)]
                 -> add_operations(ops of the shard) -> process(rows of the shard, with their
                 global seq, + which of them the shard owns) -> advance(global position)
-                -> (outputs, quantile summaries); the engine stays live at this batch's version,
+                -> outputs; the engine stays live at this batch's version,
                 a snapshot of it is written now and then (compaction)
 
 The driver's snapshot is its routing table, positions and reorder buffer (no shard state), written
@@ -41,9 +41,11 @@ Routing (``home`` = the shard that holds a query; "shared" = the query is on eve
   that shard owns its keys (``Partial.own["key:<col>"]``); a lookup is answered by every shard on
   its keys and the driver returns the sorted union; the time window uses the global time of
   element n (``Partial.clock``), not the shard's last element;
-* quantiles: shared; rows are partitioned by seq mod N, each shard keeps the summary of its part
-  (``Partial.own["seq"]``); a lookup collects every shard's summary (``QuantileOperator.summary``),
-  the driver merges them (``vigil.quantiles.merge_summaries``) and answers;
+* quantiles: home = hash(column), so all quantile queries of a column live on one shard and share
+  its summaries there (the n-of-N structure, the suffix structure, the trigger clusters) exactly
+  as in one engine; that shard receives every row, answers lookups and pushes updates and alerts
+  itself: every quantile shape (notify, alerts, rank_of, where / group_by) is served, and only
+  answers travel to the driver. The price: one column's quantile work is not split across shards;
 * terminate / lookup go to the query's home (all shards for shared queries); operations of an id
   nobody holds go to shard 0; a register whose id was seen before goes where the id lives (so the
   duplicate is rejected exactly as by one engine). Rejections and answers that every shard
@@ -246,8 +248,8 @@ class ShardedProcessor(BaseProcessor):
         elif isinstance(spec, SubstreamFilterSpec):
             home, kind = ALL, SHARED
             st["sub"][ident] = [spec.key, spec.time_column]
-        elif isinstance(spec, QuantileSpec):
-            home, kind = ALL, SHARED
+        elif isinstance(spec, QuantileSpec):  # one home per column: its queries share summaries there
+            home, kind = _h("quantiles\x1f" + spec.column, self.S), SPREAD
         else:  # key-less threshold, window aggregates
             home, kind = _h(ident, self.S), SPREAD
         st["home"][ident], st["kind"][ident], st["fam"][ident] = home, kind, fam
@@ -574,7 +576,7 @@ class ShardedProcessor(BaseProcessor):
 
     def merge(self, results: list[tuple], driver_events: list[dict], st: dict) -> tuple[pa.Table, dict]:
         """Shard outputs + driver events -> one batch output (:func:`.shard_merge.merge_outputs`)."""
-        out, c, self.alive = merge_outputs(results, driver_events, st)
+        out, c, self.alive = merge_outputs(results, driver_events, st, self.S)
         return out, c
 
     def finish(self) -> dict[str, Any]:

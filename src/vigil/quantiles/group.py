@@ -160,19 +160,12 @@ class QuantileGroup(Group):
         self.rank: dict[int, float] = {}  # rank queries: qid -> rank_of (answered from summaries)
         self.rank_push = RankPush()  # pushed rank queries (rank_push.py)
 
-    def part_tag(self):
-        return "seq"
-
     def checks(self, cols, idx):
         return [(None, [(self.params["column"], "num")])]
 
     def register(self, qid, spec, start):
-        if spec.notify and self.engine.partial is not None:
-            raise Unsupported("notify quantile queries are not served in sharded mode (shards hold parts of the stream)")
         notify = spec.notify if self.native or not self.cluster else True
         alert = spec_alert(spec)
-        if (alert or spec.rank_of is not None) and self.engine.partial is not None:
-            raise Unsupported("quantile alerts and rank queries are not served in sharded mode")
         if spec.rank_of is not None and spec.notify and spec.rows is not None:
             raise Unsupported("rank_of with notify: pushed rank queries are served over the whole stream (no rows)")
         if alert:  # a notify query whose updates feed its alert machine (alerts.py)

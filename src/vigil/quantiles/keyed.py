@@ -110,9 +110,6 @@ class KeyedQuantileGroup(Group):
         self.ranges = [(c, -math.inf if x[0] is None else float(x[0]), math.inf if x[1] is None else float(x[1]))
                        for c, x in sorted(self.where.items()) if isinstance(x, list)]
 
-    def part_tag(self):
-        return "seq"
-
     def checks(self, cols, idx):
         mask = None
         for col, value in self.eq:
@@ -124,8 +121,6 @@ class KeyedQuantileGroup(Group):
 
     # ------------------------------------------------------------------ queries
     def register(self, qid, spec, start):
-        if self.engine.partial is not None:
-            raise Unsupported("per-key quantile queries (where / group_by) are not served in sharded mode")
         if spec.rank_of is not None and spec.notify:
             raise Unsupported("rank_of with notify: pushed rank queries are served over the whole stream, "
                               "without where/group_by")
