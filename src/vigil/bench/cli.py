@@ -83,20 +83,25 @@ def windows(
                                  "extrapolated (0 = no limit)"),
     seed: int = typer.Option(0, "--seed"),
     no_progress: bool = typer.Option(False, "--no-progress"),
+    repeat: int = typer.Option(3, "--repeat", help="timed runs per algorithm and point, interleaved, after one "
+                               "untimed warm-up run (median and range of CPU and wall seconds reported)"),
 ) -> None:
     """Shared sliding-window aggregates (paper 002, Arasu & Widom): Figs. 9-12."""
+    from ..cliutil import at_least
+
+    at_least(repeat, 1, "--repeat")
     names = [a.strip() for a in algos.split(",") if a.strip()] if algos else None
     if preset == "fig12":
         from .substream import run_preset as run_substream
 
-        run_substream(preset, scale=scale, algos=names, out=out, seed=seed, progress=not no_progress)
+        run_substream(preset, scale=scale, algos=names, out=out, seed=seed, progress=not no_progress, repeat=repeat)
         return
     from .windows import PRESETS, run_preset
 
     if preset not in PRESETS:
         raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}, fig12")
     run_preset(preset, scale=scale, algos=names, out=out, budget=budget, seed=seed, progress=not no_progress,
-               batches=[int(b) for b in batch.split(",")] if batch else None)
+               batches=[int(b) for b in batch.split(",")] if batch else None, repeat=repeat)
 
 
 @bench_app.command("joins")

@@ -14,19 +14,29 @@ Conventions used by every family's runner:
   measured; ``seconds`` is then an extrapolation to the whole input (the runner states how in
   ``extra["extrapolation"]``) and ``extra["measured_seconds"]`` the time actually measured;
 * ``extra["curve"]``: ``{"x": [...], "per_op_us": [...], "xlabel": ...}`` - cumulative (amortised)
-  cost per operation as the input evolves, for time-trace presets.
+  cost per operation as the input evolves, for time-trace presets;
+* repeated measurements (:func:`measure_interleaved`, :func:`sample_fields`): ``extra["repeat"]``
+  (timed repetitions), ``extra["warmed"]`` (every algorithm ran once untimed first: numba compiled
+  or loaded its kernels, caches filled), ``extra["cpu_s_samples"]`` (CPU seconds of each
+  repetition, ``time.process_time``; extrapolated to the whole input like ``seconds`` when a run
+  was cut to a prefix), ``extra["cpu_s_median"]``, ``extra["cpu_s_range"]`` ([min, max]) and the
+  same for wall-clock seconds (``wall_s_samples``, ``wall_s_median``, ``wall_s_range``);
+  ``extra["warmup_cpu_s"]``: CPU seconds of the untimed warm-up call (numba's compilation on a cold
+  cache lands there, not in the samples).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 import json
 import math
 import os
 import platform
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +80,111 @@ def _jsonable(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
+
+
+# --------------------------------------------------------------------------------------------
+# repeated, interleaved measurements
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Timed:
+    """What one run measured itself: a run that must not time all of its call (building the
+    operator, an untimed warm-up of its state, checking answers) returns its own CPU and wall
+    seconds of the timed part, and any value (operations done, answers) for the caller."""
+
+    cpu: float
+    wall: float
+    value: Any = None
+
+
+@dataclass
+class Samples:
+    """The timed repetitions of one run: CPU and wall seconds and the run's value per repetition,
+    and the untimed warm-up call's CPU seconds (``warmup_cpu``, None without a warm-up)."""
+
+    cpu: list[float] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)
+    warmed: bool = False
+    warmup_cpu: float | None = None
+
+    def median_index(self, scale: Sequence[float] | None = None) -> int:
+        """The repetition with the median CPU time (each multiplied by ``scale[i]`` if given; the
+        lower middle one for an even count)."""
+        key = self.cpu if scale is None else [c * k for c, k in zip(self.cpu, scale, strict=True)]
+        order = sorted(range(len(key)), key=key.__getitem__)
+        return order[(len(order) - 1) // 2]
+
+    def fields(self, scale: float | Sequence[float] = 1.0) -> dict[str, Any]:
+        """:func:`sample_fields` of these samples, each multiplied by ``scale`` (one factor, or one
+        per repetition: the extrapolation of a prefix to the whole input)."""
+        f = [scale] * len(self.cpu) if isinstance(scale, int | float) else list(scale)
+        out = sample_fields([c * k for c, k in zip(self.cpu, f, strict=True)],
+                            [w * k for w, k in zip(self.wall, f, strict=True)], warmed=self.warmed)
+        out["warmup_cpu_s"] = self.warmup_cpu
+        return out
+
+
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return float(s[n // 2]) if n % 2 else float((s[n // 2 - 1] + s[n // 2]) / 2)
+
+
+def sample_fields(cpu: Sequence[float], wall: Sequence[float] | None = None, *, warmed: bool) -> dict[str, Any]:
+    """The result-JSON fields of repeated measurements (module docstring): ``repeat``, ``warmed``,
+    ``cpu_s_samples``, ``cpu_s_median``, ``cpu_s_range`` and, with ``wall``, the same in wall
+    seconds."""
+    out: dict[str, Any] = {"repeat": len(cpu), "warmed": bool(warmed), "cpu_s_samples": [float(c) for c in cpu],
+                           "cpu_s_median": _median(cpu) if cpu else None,
+                           "cpu_s_range": [float(min(cpu)), float(max(cpu))] if cpu else None}
+    if wall is not None:
+        out.update(wall_s_samples=[float(w) for w in wall], wall_s_median=_median(wall) if wall else None,
+                   wall_s_range=[float(min(wall)), float(max(wall))] if wall else None)
+    return out
+
+
+def measure_interleaved(runs: Mapping[str, Callable[[], Any]], repeat: int = 3, *,
+                        warmup: bool | Mapping[str, Callable[[], Any]] = True,
+                        on_sample: Callable[[str, int], None] | None = None) -> dict[str, Samples]:
+    """Time every run ``repeat`` times, interleaved (A B C A B C ...: a change of load on the shared
+    machine hits every run alike), after one untimed warm-up call per run (``warmup=True``: the run
+    itself; a mapping: a cheaper call per name that compiles the same numba specializations, e.g.
+    the run on a small input; names it lacks use the run itself; ``False``: none). Each call is
+    timed in process CPU seconds (``time.process_time``) and wall seconds; a run returning a
+    :class:`Timed` reports its own timed part instead. The garbage collector is run before and
+    disabled during each call. ``on_sample(name, rep)`` is called before each timed call (a
+    progress bar). Returns {name: Samples}."""
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    out = {name: Samples() for name in runs}
+    if warmup:
+        warm = dict(runs) if warmup is True else {n: warmup.get(n, fn) for n, fn in runs.items()}
+        for name, fn in warm.items():
+            c0 = time.process_time()
+            fn()
+            out[name].warmed = True
+            out[name].warmup_cpu = time.process_time() - c0
+    for rep in range(repeat):
+        for name, fn in runs.items():
+            if on_sample is not None:
+                on_sample(name, rep)
+            gc.collect()
+            gc.disable()
+            try:
+                c0, t0 = time.process_time(), time.perf_counter()
+                v = fn()
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+            finally:
+                gc.enable()
+            if isinstance(v, Timed):
+                cpu, wall, v = v.cpu, v.wall, v.value
+            s = out[name]
+            s.cpu.append(cpu)
+            s.wall.append(wall)
+            s.values.append(v)
+    return out
 
 
 def _cpu_model() -> str:
@@ -195,6 +310,8 @@ def results_table(doc: dict[str, Any], reference: str = "dt") -> Table:
             if ex.get("range_seconds") and len(ex.get("reps_seconds") or ()) > 1:
                 lo, hi = ex["range_seconds"]
                 note.append(f"median of {len(ex['reps_seconds'])}, range {_fmt_s(lo)}-{_fmt_s(hi)} s")
+            elif ex.get("cpu_s_range") and len(ex.get("cpu_s_samples") or ()) > 1:
+                note.append(range_note(ex))
             cells = [r["algo"], _fmt_s(r["seconds"]), f"{r['operations']:,}", _fmt_s(r["per_op_us"]), ratio,
                      "; ".join(note)]
             if sweep:
@@ -203,6 +320,16 @@ def results_table(doc: dict[str, Any], reference: str = "dt") -> Table:
         if sweep:
             t.add_section()
     return t
+
+
+def range_note(ex: dict[str, Any], median: bool = True) -> str:
+    """"CPU median of R X s, range lo-hi" for a result with :func:`sample_fields` (``median=False``:
+    "median of R, CPU range lo-hi s", when the seconds shown are that median)."""
+    lo, hi = ex["cpu_s_range"]
+    n = len(ex["cpu_s_samples"])
+    if not median:
+        return f"median of {n}, CPU range {_fmt_s(lo)}-{_fmt_s(hi)} s"
+    return f"CPU median of {n} {_fmt_s(ex['cpu_s_median'])} s, range {_fmt_s(lo)}-{_fmt_s(hi)}"
 
 
 def print_table(doc: dict[str, Any], reference: str = "dt", console: Console | None = None) -> None:

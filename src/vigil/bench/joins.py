@@ -35,7 +35,7 @@ from rich.console import Console
 from .. import registry
 from ..joins.partition import stabbing_number
 from ..workloads import joins as wl
-from .common import Result, print_table, result_doc, write_json
+from .common import Result, print_table, result_doc, sample_fields, write_json
 
 SELECT_ALGOS = ["ssi", "hotspot", "join_first", "select_first", "vanilla", "duckdb"]
 BAND_ALGOS = ["ssi", "hotspot", "qouter", "douter", "mj", "duckdb"]
@@ -152,7 +152,9 @@ def _measure(runners: dict, batches: list[int], repeats: int, budget: float, min
     CPU time (time.process_time, DuckDB included: it runs on its own threads, pinned to one).
     A runner stops sampling a batch size once its CPU time there exceeds ``budget`` seconds, and
     skips a batch size whose one call would take more than 3 x budget at the rate measured at the
-    previous size. Returns {(name, batch): {"cpu": [...], "wall": [...], "tuples", "pairs"}}."""
+    previous size. Before the samples of a batch size every runner makes one untimed call of that
+    size (kernels compiled or loaded, caches filled: the runners' constructors pushed one tuple).
+    Returns {(name, batch): {"cpu": [...], "wall": [...], "tuples", "pairs"}}."""
     rng = np.random.default_rng(seed + 99)
     names = list(runners)
     out: dict = {}
@@ -167,6 +169,8 @@ def _measure(runners: dict, batches: list[int], repeats: int, budget: float, min
                 continue
             live.append(nm)
             out[(nm, batch)] = {"cpu": [], "wall": [], "tuples": 0, "pairs": 0}
+        for nm in live:  # warm-up (untimed): one call at this batch size, the tuples of the first sample
+            runners[nm].push(1, batch)
         for rep in range(repeats):
             lo = 1 + rep * calls * batch  # the same tuples for every runner in this sample
             for nm in [live[i] for i in rng.permutation(len(live))]:
@@ -390,7 +394,8 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
                     "us_per_tuple_range": [float(us.min()), float(us.max())], "samples": len(us),
                     "wall_rate_per_s": c["tuples"] / sum(c["wall"]), "pairs_per_tuple": c["pairs"] / max(c["tuples"], 1),
                     "tau": tau, "queries": p["n_queries"], "stored": p["n_tuples"], **paired,
-                    "note": f"median of {len(us)}, {us.min():.3g}-{us.max():.3g} us", **runners[name].extra}))
+                    "note": f"median of {len(us)}, {us.min():.3g}-{us.max():.3g} us", **runners[name].extra,
+                    **sample_fields(c["cpu"], c["wall"], warmed=True)}))
                 console.log(f"{preset} {key}={v:g} batch={batch} {name}: {1e6 / med:,.0f} tuples/CPU s "
                             f"(range {1e6 / us.max():,.0f}-{1e6 / us.min():,.0f}, {len(us)} samples; tau={tau}, "
                             f"{c['pairs'] / max(c['tuples'], 1):,.0f} pairs/tuple)")

@@ -29,6 +29,7 @@ fraction of symbols reported; ``extra.checked_per_lookup`` the exact per-key loo
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import time
@@ -44,7 +45,16 @@ from ..specs import SubstreamFilterSpec
 from ..windows.ci import CI
 from ..windows.substream_naive import SubstreamNaive
 from ..workloads.substream import DAY_OPEN, ssf_queries, trade_day
-from .common import Result, make_progress, png_path, result_doc, write_json
+from .common import (
+    Result,
+    Timed,
+    make_progress,
+    measure_interleaved,
+    png_path,
+    range_note,
+    result_doc,
+    write_json,
+)
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,8 @@ PRESETS: dict[str, Preset] = {
 }
 DEFAULT_ALGOS = ("ci", "naive", "naive_probe", "duckdb", "engine")
 VERIFY = 300  # lookups whose answers are compared across algorithms
+WARM_SCALE = 0.01  # the warm-up trace: 10,000 trades of the same day
+WARM_BUDGET = 2.0  # wall seconds of a budgeted algorithm's warm-up run (ci: the whole small trace)
 
 
 @dataclass
@@ -168,8 +180,23 @@ def _run_duckdb(tr: Trace, batch: int, budget: float) -> tuple[float, int, list[
     return time.process_time() - c0, time.perf_counter() - t0, done, answers[:VERIFY], reported
 
 
+def _run_name(algo: str, p: int | None) -> str:
+    return f"{algo} p={p}" if p else algo
+
+
+def _sample(algo: str, p: int | None, tr: Trace, batch: int, budget: float) -> Timed:
+    """One timed run of ``algo`` (a fresh operator) over ``tr``: :class:`.common.Timed` with the
+    value (inputs done, first answers, keys reported, exact per-key checks of CI or None)."""
+    if algo == "duckdb":
+        cpu, wall, done, ans, reported = _run_duckdb(tr, batch, budget)
+        return Timed(cpu, wall, (done, ans, reported, None))
+    op = CI("count", p) if algo == "ci" else SubstreamNaive("count", probe=algo == "naive_probe")
+    cpu, wall, done, ans, reported = _run_operator(op, tr, batch, budget)
+    return Timed(cpu, wall, (done, ans, reported, op.checked if algo == "ci" else None))
+
+
 def run_preset(preset: str, scale: float | None, algos: list[str] | None, out: Path, seed: int = 0,
-               progress: bool = True) -> dict[str, Any]:
+               progress: bool = True, repeat: int = 3) -> dict[str, Any]:
     """Run preset ``fig12`` (see the module docstring); writes ``out`` (JSON) and a PNG beside it,
     prints the table, returns the result document."""
     if preset not in PRESETS:
@@ -192,37 +219,50 @@ def run_preset(preset: str, scale: float | None, algos: list[str] | None, out: P
                 runs.extend(("ci", b, p) for p in pr.p_values)
             else:
                 runs.append((a, b, None))
+    # warm-up (untimed): every run once on a small trace of the same day (ci: all its blocks; the
+    # others until WARM_BUDGET): numba compiles or loads every kernel specialization the timed runs
+    # use, including those a run reaches only later (pool growth, compaction, more CI groups)
+    small = build_trace(pr, min(scale, WARM_SCALE), seed)
     results: list[Result] = []
     reference: dict[int, list[frozenset]] = {}
     console = Console()
     with make_progress(console, progress) as bar:
-        task = bar.add_task(f"substream {preset}", total=len(runs))
-        for algo, b, p in runs:
-            bar.update(task, description=f"{algo} batch={b}" + (f" p={p}" if p else ""))
-            if algo == "duckdb":
-                secs, wall, done, ans, reported = _run_duckdb(tr, b, budget)
-                checked = None
-            else:
-                op = CI("count", p) if algo == "ci" else SubstreamNaive("count", probe=algo == "naive_probe")
-                secs, wall, done, ans, reported = _run_operator(op, tr, b, math.inf if algo == "ci" else budget)
-                checked = op.checked / (done / 2) if algo == "ci" else None
-            lookups = done // 2
-            extra: dict[str, Any] = {"point": {"batch": b, **({"p": p} if p else {})},
-                                     "selectivity": reported / max(1, lookups) / tr.n_symbols,
-                                     "inputs_per_s": done / secs if secs else None, "wall_seconds": wall}
-            if checked is not None:
-                extra["checked_per_lookup"] = checked
-            if b not in reference:
-                reference[b] = ans
-            m = min(len(ans), len(reference[b]))
-            extra["verified"] = ans[:m] == reference[b][:m]
-            seconds = secs
-            if done < total:
-                extra.update(prefix=done, measured_seconds=secs,
-                             extrapolation="linear in inputs (per-input cost of the measured prefix)")
-                seconds = secs * total / done
-            results.append(Result(algo, seconds, total, extra=extra))
-            bar.advance(task)
+        task = bar.add_task(f"substream {preset}", total=len(runs) * (repeat + 1))
+        for b in pr.batches:
+            names = {_run_name(a, p): (a, p) for a, bb, p in runs if bb == b}
+            timed = {n: functools.partial(_sample, a, p, tr, b, math.inf if a == "ci" else budget / repeat)
+                     for n, (a, p) in names.items()}
+            warm = {n: functools.partial(_sample, a, p, small, b, math.inf if a == "ci" else WARM_BUDGET)
+                    for n, (a, p) in names.items()}
+
+            def step(name: str, rep: int, b: int = b) -> None:
+                bar.update(task, description=f"{name} batch={b} (run {rep + 1}/{repeat})")
+                bar.advance(task)
+
+            samples = measure_interleaved(timed, repeat, warmup=warm, on_sample=step)
+            bar.advance(task, len(names))
+            for n, (algo, p) in names.items():
+                s = samples[n]
+                ext = [total / v[0] for v in s.values]  # a run cut by the budget: extrapolated
+                f = s.fields(ext)
+                i = s.median_index(ext)
+                done, ans, reported, checked = s.values[i]
+                secs = s.cpu[i]
+                lookups = done // 2
+                extra: dict[str, Any] = {"point": {"batch": b, **({"p": p} if p else {})},
+                                         "selectivity": reported / max(1, lookups) / tr.n_symbols,
+                                         "inputs_per_s": done / secs if secs else None, "wall_seconds": s.wall[i],
+                                         **f}
+                if checked is not None:
+                    extra["checked_per_lookup"] = checked / (done / 2)
+                if b not in reference:
+                    reference[b] = ans
+                m = min(len(ans), len(reference[b]))
+                extra["verified"] = all(v[1][:m] == reference[b][:m] for v in s.values)
+                if done < total:
+                    extra.update(prefix=done, measured_seconds=secs,
+                                 extrapolation="linear in inputs (per-input cost of the measured prefix)")
+                results.append(Result(algo, f["cpu_s_median"], total, extra=extra))
     if "engine" in algos:  # the user's path: the same trace through Engine.process (vigil.bench.engine_path)
         from . import engine_path
 
@@ -230,7 +270,10 @@ def run_preset(preset: str, scale: float | None, algos: list[str] | None, out: P
     params = {"scale": scale, "trades": len(tr.keys), "symbols": pr.n_symbols, "queries": pr.n_queries,
               "warmup_elements": tr.warm, "timed_inputs": total, "windows_s": [900, 10800],
               "selectivity_target": [0.03, 0.05], "p_values": list(pr.p_values), "batches": list(pr.batches),
-              "budget_s": budget, "seed": seed, "paper": pr.paper}
+              "budget_s": budget, "seed": seed, "paper": pr.paper, "repeat": repeat,
+              "timing": "every run once untimed on a small trace (warm-up: numba compiles or loads its kernels), "
+                        "then `repeat` runs per batch size, the algorithms interleaved; seconds = CPU of the median run, "
+                        "budget (wall) split across the repetitions"}
     doc = result_doc("substream", preset, params, results)
     write_json(out, doc)
     plot(doc, png_path(out))
@@ -259,6 +302,8 @@ def table(doc: dict[str, Any]) -> Table:
             note.append(f"prefix {ex['prefix']:,}")
         if ex.get("verified") is False:
             note.append("MISMATCH")
+        if len(ex.get("cpu_s_samples") or ()) > 1:
+            note.append(range_note(ex, median=False))
         chk = ex.get("checked_per_lookup")
         t.add_row(str(b), r["algo"], str(ex["point"].get("p", "")), f"{r['seconds']:,.3g}",
                   f"{1e6 / r['per_op_us']:,.0f}", ratio, f"{ex['selectivity']:.3f}",

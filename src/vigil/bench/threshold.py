@@ -34,6 +34,7 @@ implementation (auto) replaying the trace: ``vigil.bench.engine_path``.
 from __future__ import annotations
 
 import gc
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -45,7 +46,17 @@ from rich.console import Console
 
 from ..errors import Unsupported
 from ..workloads.threshold import ThresholdTrace, ThresholdWorkloadParams, default_resolver, generate_trace
-from .common import Result, downsample, make_progress, plot_doc, png_path, print_table, result_doc, write_json
+from .common import (
+    Result,
+    downsample,
+    make_progress,
+    plot_doc,
+    png_path,
+    print_table,
+    result_doc,
+    sample_fields,
+    write_json,
+)
 
 
 @dataclass(frozen=True)
@@ -147,8 +158,10 @@ def run_on_trace(op, trace: ThresholdTrace, *, budget: float | None = None, veri
     cum = 0.0
     has_push = False
     perf = time.process_time  # CPU seconds: the machine is shared, wall time is noisy
+    wall = 0.0  # wall seconds of the same calls (beside the CPU seconds)
     nsteps = len(trace.steps)
     for i, s in enumerate(trace.steps):
+        w0 = time.perf_counter()
         kind = s[0]
         if kind == "push":
             t0 = perf()
@@ -167,6 +180,7 @@ def run_on_trace(op, trace: ThresholdTrace, *, budget: float | None = None, veri
             t0 = perf()
             op.terminate(s[1])
             dt = perf() - t0
+        wall += time.perf_counter() - w0
         times.append(dt)
         cum += dt
         done_ops += trace.step_ops(i)
@@ -174,7 +188,9 @@ def run_on_trace(op, trace: ThresholdTrace, *, budget: float | None = None, veri
             progress.update(task, completed=done_ops)
         if budget is not None and cum > budget and has_push and i < nsteps - 1:
             break
-    return summarize(trace, times, mismatches if verify else None)
+    secs, ops, extra = summarize(trace, times, mismatches if verify else None)
+    extra["wall_seconds"] = wall * secs / cum if cum > 0 else wall  # extrapolated as the CPU seconds
+    return secs, ops, extra
 
 
 def _engine_operator(trace: ThresholdTrace, dim: int):
@@ -249,6 +265,8 @@ def _median_run(runs: list[tuple[float, int, dict[str, Any]]]) -> tuple[float, i
     extra = dict(extra)
     extra["reps_seconds"] = [r[0] for r in runs]
     extra["range_seconds"] = [runs[order[0]][0], runs[order[-1]][0]]
+    # every run follows warm_up() (an untimed throwaway instance compiles or loads the kernels)
+    extra.update(sample_fields([r[0] for r in runs], [r[2].get("wall_seconds", math.nan) for r in runs], warmed=True))
     bad = [r[2] for r in runs if r[2].get("verified") is False]
     if bad:
         extra["verified"] = False

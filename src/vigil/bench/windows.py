@@ -30,16 +30,21 @@ path (the same implementation called directly): ``vigil.bench.engine_path`` says
 fig11's N_max is max(10^5, 2 W) (distinct windows at every W); ``VIGIL_FIG11_W=10000,100000``
 restricts it to some widths.
 
-fig9, fig10 and fig11 record the process CPU time of each run beside its wall time (``extra.cpu_seconds``,
-``extra.cpu_rate_per_s``; DuckDB's threads count: it is the process's time). A run whose measured
-wall time exceeds ``budget`` seconds stops and its cost is extrapolated linearly
-to the whole input (``extra.prefix``, ``extra.measured_seconds``). The first lookup batch of every
+Timing (fig9, fig10, fig11): at each point every algorithm first runs once untimed on the first
+blocks of the point's input (the JIT compiles or loads the same kernel specializations), then
+``repeat`` times (default 3), the algorithms interleaved (A B C A B C ...), each run from a fresh
+operator (:func:`.common.measure_interleaved`). Each run is timed in wall and process CPU seconds
+(DuckDB's threads count: it is the process's time); ``seconds`` is the median wall time,
+``extra.cpu_seconds`` / ``extra.cpu_rate_per_s`` the median CPU time, with every sample and the
+range (``extra.cpu_s_samples``, ``cpu_s_range``, ``wall_s_samples`` ...). A run whose measured wall
+time exceeds ``budget / repeat`` seconds stops and its cost is extrapolated linearly to the whole
+input (``extra.prefix``, ``extra.measured_seconds``: the median sample's). The first lookup batch of every
 algorithm is checked against materialize_none (exact, independent code): ``extra.verified``.
 """
 
 from __future__ import annotations
 
-import gc
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -51,7 +56,7 @@ from rich.console import Console
 
 from ..specs import parse_query
 from ..workloads.windows import fig9_windows, lookup_qids, mixed_blocks, spread_windows, stream
-from .common import Result, print_table, result_doc, write_json
+from .common import Result, Samples, Timed, measure_interleaved, print_table, result_doc, write_json
 from .windows_peers import KINDS as PEERS
 from .windows_peers import Peer
 
@@ -166,14 +171,61 @@ def _result(algo, seconds, ops, point, measured, done, verified=None, note=None)
     return Result(algo, seconds, ops, extra=extra)
 
 
-def _cpu(res: Result, cpu_seconds: float, done: int) -> None:
-    """Record the process CPU time of the measured prefix beside the wall time (on a shared,
-    loaded machine the wall rate depends on the other jobs; the CPU rate much less)."""
-    res.extra["cpu_seconds"] = cpu_seconds
-    res.extra["cpu_rate_per_s"] = done / cpu_seconds if cpu_seconds > 0 else None
+def _measured(algo: str, s: Samples, ops: int, point: dict, verified=None, note=None) -> Result:
+    """The result of ``repeat`` interleaved samples of one algorithm at one point: each sample's
+    CPU and wall seconds extrapolated to ``ops`` (a sample cut by the budget measured a prefix);
+    ``seconds`` is the median wall time (as before), ``extra.cpu_seconds`` the median CPU time,
+    both with every sample and their range (:func:`.common.sample_fields`)."""
+    dones = [int(d) for d in s.values]
+    f = s.fields([ops / d for d in dones])
+    i = s.median_index()
+    res = _result(algo, f["wall_s_median"], ops, point, float(np.median(s.wall)), dones[i], verified, note)
+    res.extra.update(f, cpu_seconds=f["cpu_s_median"],
+                     cpu_rate_per_s=ops / f["cpu_s_median"] if f["cpu_s_median"] > 0 else None)
+    return res
 
 
-def run_fig9(algos, scale, batches, budget, seed, console) -> tuple[dict, list[Result]]:
+def _log(console, text: str, res: Result, unit: str) -> None:
+    ex = res.extra
+    lo, hi = ex["cpu_s_range"]
+    console.log(f"{text} {res.algo}: {res.operations / res.seconds:,.0f} {unit}/s "
+                f"({ex['cpu_rate_per_s'] or 0:,.0f}/s of process CPU time; CPU median of {ex['repeat']} "
+                f"{ex['cpu_s_median']:.3g} s, range {lo:.3g}-{hi:.3g} s)")
+
+
+def _fig9_sample(algo, windows, vals, seqs, qids, blocks, budget, verified: dict, max_blocks=None) -> Timed:
+    """One fig9 run: a fresh operator, every window filled and its lookups called once untimed,
+    then the blocks (updates then lookups) timed until ``budget`` wall seconds. Value: events done."""
+    op, agg = make(algo, 1000)
+    register_all(op, agg, windows)
+    _push(op, vals[:1000], seqs[:1000])  # every window full
+    _lookup(op, qids[:4], 1000)
+    if algo not in verified:
+        verified[algo] = _verify(op, agg, windows, vals, seqs, 1000, qids)
+    pos, qi, done, t_all, c_all = 1000, 0, 0, 0.0, 0.0
+    for u, lk in blocks[:max_blocks]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        if u:
+            _push(op, vals[pos:pos + u], seqs[pos:pos + u])
+            pos += u
+        if lk:
+            _lookup(op, qids[qi:qi + lk], pos)
+            qi += lk
+        t_all += time.perf_counter() - t0
+        c_all += time.process_time() - c0
+        done += u + lk
+        if budget and t_all > budget:
+            break
+    return Timed(c_all, t_all, done)
+
+
+def _warmups(algos, sample) -> dict:
+    """The warm-up call of each algorithm: its sample on the first blocks only (the same kernels
+    with the same argument types: it compiles or loads every specialization the timed runs use)."""
+    return {a: functools.partial(sample, a, max_blocks=2) for a in algos}
+
+
+def run_fig9(algos, scale, batches, budget, seed, console, repeat: int = 3) -> tuple[dict, list[Result]]:
     n_ops = 1000
     n_events = max(10_000, int(2_000_000 * scale))
     windows = fig9_windows(n_ops)
@@ -183,72 +235,88 @@ def run_fig9(algos, scale, batches, budget, seed, console) -> tuple[dict, list[R
     for frac in FIG9_FRACTIONS:
         for batch in batches:
             blocks = mixed_blocks(n_events, frac, batch)
+            verified: dict[str, bool] = {}
+            sample = functools.partial(_fig9_sample, windows=windows, vals=vals, seqs=seqs, qids=qids, blocks=blocks,
+                                       budget=budget / repeat if budget else 0, verified=verified)
+            runs = {a: functools.partial(sample, a) for a in algos}
+            samples = measure_interleaved(runs, repeat, warmup=_warmups(algos, sample))
             for algo in algos:
-                op, agg = make(algo, 1000)
-                register_all(op, agg, windows)
-                _push(op, vals[:1000], seqs[:1000])  # warm-up: every window full
-                _lookup(op, qids[:4], 1000)
-                verified = _verify(op, agg, windows, vals, seqs, 1000, qids)
-                pos, qi, done, t_all, c_all = 1000, 0, 0, 0.0, 0.0
-                gc.collect()
-                for u, lk in blocks:
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    if u:
-                        _push(op, vals[pos:pos + u], seqs[pos:pos + u])
-                        pos += u
-                    if lk:
-                        _lookup(op, qids[qi:qi + lk], pos)
-                        qi += lk
-                    t_all += time.perf_counter() - t0
-                    c_all += time.process_time() - c0
-                    done += u + lk
-                    if budget and t_all > budget:
-                        break
-                secs = t_all * n_events / done
-                res = _result(algo, secs, n_events, {"update_fraction": frac, "batch": batch}, t_all, done, verified)
-                _cpu(res, c_all, done)
+                res = _measured(algo, samples[algo], n_events, {"update_fraction": frac, "batch": batch},
+                                verified[algo])
                 results.append(res)
-                console.log(f"fig9 frac={frac} batch={batch} {algo}: {n_events / secs:,.0f} events/s "
-                            f"({res.extra['cpu_rate_per_s']:,.0f}/s of process CPU time)")
+                _log(console, f"fig9 frac={frac} batch={batch}", res, "events")
     return {"operators": n_ops, "events": n_events, "fractions": FIG9_FRACTIONS, "batches": batches}, results
 
 
-def run_fig10(algos, scale, batches, budget, seed, console) -> tuple[dict, list[Result]]:
+def _fig10_sample(algo, n_max, vals, seqs, n_upd, batch, budget, seed, max_blocks=None) -> Timed:
+    impl, agg = split_algo(algo)
+    windows = spread_windows(100, max(1, n_max // 10), n_max, seed, suffix_only=impl == "slickdeque")
+    op, agg = make(algo, n_max)
+    register_all(op, agg, windows)
+    for i in range(0, n_max, 1 << 20):  # N_max elements, untimed
+        _push(op, vals[i:min(n_max, i + (1 << 20))], seqs[i:min(n_max, i + (1 << 20))])
+    pos, done, t_all, c_all, calls = n_max, 0, 0.0, 0.0, 0
+    while done < n_upd and (max_blocks is None or calls < max_blocks):
+        k = min(batch, n_upd - done)
+        t0, c0 = time.perf_counter(), time.process_time()
+        _push(op, vals[pos:pos + k], seqs[pos:pos + k])
+        t_all += time.perf_counter() - t0
+        c_all += time.process_time() - c0
+        pos += k
+        done += k
+        calls += 1
+        if budget and t_all > budget:
+            break
+    return Timed(c_all, t_all, done)
+
+
+def run_fig10(algos, scale, batches, budget, seed, console, repeat: int = 3) -> tuple[dict, list[Result]]:
     results = []
     n_upd = max(100_000, int(5_000_000 * scale))
     top = max(FIG10_NMAX)
     vals, seqs, _ = stream(top + n_upd + 10, seed)
     for n_max in FIG10_NMAX:
         for batch in batches:
+            sample = functools.partial(_fig10_sample, n_max=n_max, vals=vals, seqs=seqs, n_upd=n_upd, batch=batch,
+                                       budget=budget / repeat if budget else 0, seed=seed)
+            runs = {a: functools.partial(sample, a) for a in algos}
+            # warm-up: the smallest N_max's windows (the same kernels) instead of N_max elements
+            warm = {a: functools.partial(_fig10_sample, a, n_max=min(n_max, FIG10_NMAX[0]), vals=vals, seqs=seqs,
+                                         n_upd=n_upd, batch=batch, budget=0, seed=seed, max_blocks=2)
+                    for a in algos}
+            samples = measure_interleaved(runs, repeat, warmup=warm)
             for algo in algos:
-                impl, agg = split_algo(algo)
-                windows = spread_windows(100, max(1, n_max // 10), n_max, seed, suffix_only=impl == "slickdeque")
-                op, agg = make(algo, n_max)
-                register_all(op, agg, windows)
-                for i in range(0, n_max, 1 << 20):  # warm-up: N_max elements
-                    _push(op, vals[i:min(n_max, i + (1 << 20))], seqs[i:min(n_max, i + (1 << 20))])
-                pos, done, t_all, c_all = n_max, 0, 0.0, 0.0
-                gc.collect()
-                while done < n_upd:
-                    k = min(batch, n_upd - done)
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    _push(op, vals[pos:pos + k], seqs[pos:pos + k])
-                    t_all += time.perf_counter() - t0
-                    c_all += time.process_time() - c0
-                    pos += k
-                    done += k
-                    if budget and t_all > budget:
-                        break
-                secs = t_all * n_upd / done
-                res = _result(algo, secs, n_upd, {"n_max": n_max, "batch": batch}, t_all, done)
-                _cpu(res, c_all, done)
+                res = _measured(algo, samples[algo], n_upd, {"n_max": n_max, "batch": batch})
                 results.append(res)
-                console.log(f"fig10 N_max={n_max} batch={batch} {algo}: {n_upd / secs:,.0f} updates/s "
-                            f"({res.extra['cpu_rate_per_s']:,.0f}/s of process CPU time)")
+                _log(console, f"fig10 N_max={n_max} batch={batch}", res, "updates")
     return {"updates": n_upd, "n_max": FIG10_NMAX, "batches": batches, "operators": 100}, results
 
 
-def run_fig11(algos, scale, batches, budget, seed, console) -> tuple[dict, list[Result]]:
+def _fig11_sample(algo, W, n_max, n_ops, vals, seqs, qids, n_look, batch, budget, seed, verified: dict,
+                  max_blocks=None) -> Timed:
+    impl, agg = split_algo(algo)
+    windows = spread_windows(n_ops, W, n_max, seed, suffix_only=impl == "slickdeque")
+    op, agg = make(algo, n_max)
+    register_all(op, agg, windows)
+    _push(op, vals[:n_max], seqs[:n_max])
+    _lookup(op, qids[:4], n_max)
+    if algo not in verified:
+        verified[algo] = _verify(op, agg, windows, vals, seqs, n_max, qids)
+    done, t_all, c_all, calls = 0, 0.0, 0.0, 0
+    while done < n_look and (max_blocks is None or calls < max_blocks):
+        k = min(batch, n_look - done)
+        t0, c0 = time.perf_counter(), time.process_time()
+        _lookup(op, qids[done:done + k], n_max)
+        t_all += time.perf_counter() - t0
+        c_all += time.process_time() - c0
+        done += k
+        calls += 1
+        if budget and t_all > budget:
+            break
+    return Timed(c_all, t_all, done)
+
+
+def run_fig11(algos, scale, batches, budget, seed, console, repeat: int = 3) -> tuple[dict, list[Result]]:
     n_ops = 1000
     n_look = max(20_000, int(10_000_000 * scale))
     widths = tuple(int(w) for w in (os.environ.get("VIGIL_FIG11_W") or ",".join(map(str, FIG11_W))).split(","))
@@ -258,37 +326,25 @@ def run_fig11(algos, scale, batches, budget, seed, console) -> tuple[dict, list[
     for W in widths:
         n_max = fig11_nmax(W)
         for batch in batches:
+            verified: dict[str, bool] = {}
+            sample = functools.partial(_fig11_sample, W=W, n_max=n_max, n_ops=n_ops, vals=vals, seqs=seqs, qids=qids,
+                                       n_look=n_look, batch=batch, budget=budget / repeat if budget else 0, seed=seed,
+                                       verified=verified)
+            runs = {a: functools.partial(sample, a) for a in algos}
+            samples = measure_interleaved(runs, repeat, warmup=_warmups(algos, sample))
             for algo in algos:
-                impl, agg = split_algo(algo)
-                windows = spread_windows(n_ops, W, n_max, seed, suffix_only=impl == "slickdeque")
-                op, agg = make(algo, n_max)
-                register_all(op, agg, windows)
-                _push(op, vals[:n_max], seqs[:n_max])
-                _lookup(op, qids[:4], n_max)
-                verified = _verify(op, agg, windows, vals, seqs, n_max, qids)
-                done, t_all, c_all = 0, 0.0, 0.0
-                gc.collect()
-                while done < n_look:
-                    k = min(batch, n_look - done)
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    _lookup(op, qids[done:done + k], n_max)
-                    t_all += time.perf_counter() - t0
-                    c_all += time.process_time() - c0
-                    done += k
-                    if budget and t_all > budget:
-                        break
-                secs = t_all * n_look / done
-                note = "suffix windows only" if impl == "slickdeque" else None
-                res = _result(algo, secs, n_look, {"W": W, "batch": batch}, t_all, done, verified, note)
+                note = "suffix windows only" if split_algo(algo)[0] == "slickdeque" else None
+                res = _measured(algo, samples[algo], n_look, {"W": W, "batch": batch}, verified[algo], note)
                 res.extra["n_max"] = n_max
-                _cpu(res, c_all, done)
                 results.append(res)
-                console.log(f"fig11 W={W} batch={batch} {algo}: {n_look / secs:,.0f} lookups/s "
-                            f"({res.extra['cpu_rate_per_s']:,.0f}/s of process CPU time)")
+                _log(console, f"fig11 W={W} batch={batch}", res, "lookups")
     return {"n_max": [fig11_nmax(w) for w in widths], "operators": n_ops, "lookups": n_look, "W": widths,
             "batches": batches}, results
 
 
+TIMING = ("every algorithm once untimed (its run on the first blocks: kernels compiled or loaded), "
+          "then `repeat` runs, the algorithms interleaved, each from a fresh operator; seconds = median wall, "
+          "extra.cpu_seconds = median process CPU, budget split across the repetitions")
 RUNNERS = {"fig9": run_fig9, "fig10": run_fig10, "fig11": run_fig11}
 DEFAULT_BATCHES = {"fig9": (100, 10_000), "fig10": (1_000, 100_000), "fig11": (100, 10_000)}
 REFERENCE = {"fig9": "rint_sum", "fig10": "rint_sum", "fig11": "duckdb_max"}
@@ -331,7 +387,7 @@ def plot(doc: dict, path: Path) -> Path:
 
 def run_preset(preset: str, scale: float | None = None, algos: list[str] | None = None,
                out: str | Path = "results/windows.json", batches: list[int] | None = None, budget: float = 10.0,
-               seed: int = 0, progress: bool = True) -> dict:
+               seed: int = 0, progress: bool = True, repeat: int = 3) -> dict:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
     p = PRESETS[preset]
@@ -345,8 +401,9 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
     algos = [a for a in algos if a != "engine"]
     batches = tuple(batches or DEFAULT_BATCHES[preset])
     console = Console()
-    params, results = RUNNERS[preset](algos, scale, batches, budget, seed, console)
-    params.update(scale=scale, budget=budget, seed=seed, title=p.title, paper=p.paper)
+    params, results = RUNNERS[preset](algos, scale, batches, budget, seed, console, repeat=repeat)
+    params.update(scale=scale, budget=budget, seed=seed, title=p.title, paper=p.paper, repeat=repeat,
+                  timing=TIMING)
     if engine:  # the user's path: the same workload through Engine.process (vigil.bench.engine_path)
         from . import engine_path
 
