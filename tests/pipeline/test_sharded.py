@@ -136,6 +136,13 @@ def test_window_aggregates(tmp_path, shards):
            if o["op"] != "register" or o["query"]["type"] == "window_aggregate"]
     got = check_equal(tmp_path, _batches(t, ops), shards)
     assert sum(1 for r in got if r["event"] == "answer" and r["value"] is not None) >= 50
+    # the queries of one window group live on one shard (they share its operator there)
+    homes: dict[str, set] = {}
+    for k, shard in enumerate(_state_after(tmp_path, shards)):
+        for g in shard["groups"]:
+            if json.loads(g["key"])[0] == "windows":
+                homes.setdefault(g["key"], set()).add(k)
+    assert len(homes) >= 4 and all(len(h) == 1 for h in homes.values()), homes
 
 
 # ----------------------------------------------------------------------------- substream filters

@@ -24,8 +24,9 @@ Routing (``home`` = the shard that holds a query; "shared" = the query is on eve
 
 * threshold with equality keys (``"symbol": "AAPL"``): home = hash(key values); a row goes to the
   shard of its own key values (for every key-column set in use);
-* key-less threshold and window aggregates (no key in their spec): home = hash(id); the shards
-  holding any of them receive every row;
+* key-less threshold (no key in its spec): home = hash(id); window aggregates: home = hash(their
+  window group: aggregate, column, time column, key columns), so the queries of one group share
+  one operator on one shard; the shards holding any of them receive every row;
 * equality joins (select_join, window_join): shared; for every (relation, join column) in use,
   a row of that relation goes to shard hash(value of the join column), so each shard holds only
   its key partition of the join history; each join group is fed only its own key partition
@@ -250,6 +251,11 @@ class ShardedProcessor(BaseProcessor):
             st["sub"][ident] = [spec.key, spec.time_column]
         elif isinstance(spec, QuantileSpec):  # one home per column: its queries share summaries there
             home, kind = _h("quantiles\x1f" + spec.column, self.S), SPREAD
+        elif fam == "windows":  # one home per window group: its queries share one operator there
+            from vigil import registry
+
+            params = json.dumps(registry.adapter(fam).params_of(spec), sort_keys=True)
+            home, kind = _h("windows\x1f" + params, self.S), SPREAD
         else:  # key-less threshold, window aggregates
             home, kind = _h(ident, self.S), SPREAD
         st["home"][ident], st["kind"][ident], st["fam"][ident] = home, kind, fam
