@@ -278,14 +278,8 @@ def _counts(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, y):
 
 @numba.njit(**_NI)
 def _open_counts(meta, osv, osa, osb, ob, y, ub, lb):
-    """(ub, lb) plus the open summary's and buffer's counts."""
-    n = meta[M_OSN]
-    if n:
-        i = _right(osv, 0, n, y)
-        if i > 0:
-            lb += osa[i - 1]
-        j = i - 1 if i > 0 and osv[i - 1] == y else i
-        ub += osb[j] if j < n else meta[M_OSC]
+    """(ub, lb) plus the open summary's and (sorted) buffer's counts."""
+    ub, lb = _os_counts(meta, osv, osa, osb, y, ub, lb)
     c = meta[M_OC]
     if c:
         i = _right(ob, 0, c, y)
@@ -294,6 +288,19 @@ def _open_counts(meta, osv, osa, osb, ob, y, ub, lb):
         while j > 0 and ob[j - 1] == y:  # (the buffer may hold ties)
             j -= 1
         ub += j
+    return ub, lb
+
+
+@numba.njit(**_NI)
+def _os_counts(meta, osv, osa, osb, y, ub, lb):
+    """(ub, lb) plus the open summary's counts."""
+    n = meta[M_OSN]
+    if n:
+        i = _right(osv, 0, n, y)
+        if i > 0:
+            lb += osa[i - 1]
+        j = i - 1 if i > 0 and osv[i - 1] == y else i
+        ub += osb[j] if j < n else meta[M_OSC]
     return ub, lb
 
 
@@ -541,43 +548,3 @@ def _life(ub, lb, t, top, phi, e):
     if phi - e > 0:
         k = min(k, slo / (phi - e))
     return np.int64(math.floor(k))
-
-
-@numba.njit(**_NJ)
-def _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R, RI, cand):
-    """Re-evaluate notify slot s: sets its deadline; returns (changed, value)."""
-    meta[M_EVALS] += 1
-    ne = meta[M_NE]
-    n = ne - qi[Q_S0, s]
-    last = qf[F_LAST, s]
-    e = qf[F_E, s]
-    phi = qf[F_PHI, s]
-    t = _target(phi, n)
-    top = e * n
-    dh = np.int64(-1)
-    full = np.int64(math.floor(2.0 * top / (1.0 - 2.0 * e))) if e < 0.5 else np.int64(0)  # the longest life
-    if last == last:
-        ub, lb = _closed(meta, pv, pa, pb, sm, nodes, qf, qi, qc, s, parts, last)
-        ub, lb = _open_counts(meta, osv, osa, osb, ob, last, ub, lb)
-        dh = _life(ub, lb, t, top, phi, e)
-        if dh >= 0 and 8 * dh >= full:
-            qi[Q_DEAD, s] = ne + dh
-            return False, last
-    meta[M_SEARCHES] += 1
-    np_ = _parts(meta, nodes, qi[Q_K, s], parts)
-    # a new value: aim where both sides last equally long (the rank side that the elements can
-    # push faster gets the larger slack), halfway, to leave room for the summaries' uncertainty
-    shift = float(int(0.5 * top * (2.0 * phi - 1.0) / (1.0 - 2.0 * e))) if e < 0.5 else 0.0
-    bv, bd, ub, lb = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t + shift, L, R, RI, cand)
-    db = np.int64(-1)
-    if bv == bv:
-        db = _life(ub, lb, t, top, phi, e)
-    if db < 0 and shift != 0.0:
-        bv, bd, ub, lb = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand)
-        if bv == bv:
-            db = _life(ub, lb, t, top, phi, e)
-    if dh >= 0 and 2 * dh >= db:
-        qi[Q_DEAD, s] = ne + dh
-        return False, last
-    qi[Q_DEAD, s] = ne + max(db, np.int64(0))
-    return bv != last, bv

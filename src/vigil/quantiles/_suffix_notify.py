@@ -32,6 +32,7 @@ from ._suffix_kernels import (
     F_E,
     F_LAST,
     F_PHI,
+    M_EVALS,
     M_HS,
     M_NE,
     M_NOUT,
@@ -39,11 +40,18 @@ from ._suffix_kernels import (
     M_NYQ,
     M_OC,
     M_OSN,
+    M_SEARCHES,
     MAXL,
     Q_DEAD,
+    Q_K,
     Q_ON,
     Q_S0,
-    _evaluate,
+    _closed,
+    _life,
+    _os_counts,
+    _parts,
+    _target,
+    best,
     flush_open,
     sort_open,
 )
@@ -70,6 +78,67 @@ def _sift_down(heap, qi, hs, i):
             return
         heap[c], heap[i] = heap[i], heap[c]
         i = c
+
+
+@numba.njit(**_NI)
+def _held_counts(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, y):
+    """(upper bound of #<y, lower bound of #<=y) over slot s's window now. Inlined where it is
+    called: on the hot path a call passing these arrays costs more than the check (numba's
+    reference counts)."""
+    ub, lb = _closed(meta, pv, pa, pb, sm, nodes, qf, qi, qc, s, parts, y)
+    ub, lb = _os_counts(meta, osv, osa, osb, y, ub, lb)
+    for k in range(meta[M_OC]):  # the open buffer by a scan (it need not be sorted)
+        v = ob[k]
+        ub += np.int64(v < y)
+        lb += np.int64(v <= y)
+    return ub, lb
+
+
+@numba.njit(**_NI)
+def keeps(dh, n, e):
+    """Is a held value with life dh kept (rather than searching a new one)? While it lasts at
+    least 1/8 of the longest life 2*e*n / (1 - 2e) (module doc of :mod:`._suffix_kernels`)."""
+    full = np.int64(math.floor(2.0 * e * n / (1.0 - 2.0 * e))) if e < 0.5 else np.int64(0)
+    return dh >= 0 and 8 * dh >= full
+
+
+@numba.njit(**_NJ)
+def _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R, RI, cand):
+    """Re-evaluate notify slot s: sets its deadline; returns (changed, value)."""
+    meta[M_EVALS] += 1
+    ne = meta[M_NE]
+    n = ne - qi[Q_S0, s]
+    last = qf[F_LAST, s]
+    e = qf[F_E, s]
+    phi = qf[F_PHI, s]
+    t = _target(phi, n)
+    top = e * n
+    dh = np.int64(-1)
+    if last == last:
+        hu, hl = _held_counts(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, last)
+        dh = _life(hu, hl, t, top, phi, e)
+        if keeps(dh, n, e):
+            qi[Q_DEAD, s] = ne + dh
+            return False, last
+    meta[M_SEARCHES] += 1
+    sort_open(meta, ob)
+    np_ = _parts(meta, nodes, qi[Q_K, s], parts)
+    # a new value: aim where both sides last equally long (the rank side that the elements can
+    # push faster gets the larger slack), halfway, to leave room for the summaries' uncertainty
+    shift = float(int(0.5 * top * (2.0 * phi - 1.0) / (1.0 - 2.0 * e))) if e < 0.5 else 0.0
+    bv, bd, ub, lb = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t + shift, L, R, RI, cand)
+    db = np.int64(-1)
+    if bv == bv:
+        db = _life(ub, lb, t, top, phi, e)
+    if db < 0 and shift != 0.0:
+        bv, bd, ub, lb = best(meta, pv, pa, pb, sm, parts, np_, osv, osa, osb, ob, t, L, R, RI, cand)
+        if bv == bv:
+            db = _life(ub, lb, t, top, phi, e)
+    if dh >= 0 and 2 * dh >= db:
+        qi[Q_DEAD, s] = ne + dh
+        return False, last
+    qi[Q_DEAD, s] = ne + max(db, np.int64(0))
+    return bv != last, bv
 
 
 @numba.njit(**_NI)
@@ -154,7 +223,6 @@ def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delt
         meta[M_OC] = oc + 1
         ne = meta[M_NE] + 1
         meta[M_NE] = ne
-        sorted_ = False
         # young buffers: insert the element (sorted)
         for b in range(meta[M_NYB]):
             c = ne - 1 - yb[YB_S0, b]
@@ -173,11 +241,8 @@ def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delt
                 continue
             n = ne - qi[Q_S0, s]
             if n >= ycap:  # grown up: on the summaries from now on (its value was valid at n - 1)
-                if not sorted_:
-                    sort_open(meta, ob)
-                    sorted_ = True
-                changed, val = _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R,
-                                         RI, cand)
+                changed, val = _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L,
+                                         R, RI, cand)
                 if changed:
                     w = meta[M_NOUT]
                     oslot[w], ooff[w], oval[w] = s, i, val
@@ -222,10 +287,20 @@ def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delt
                 heap[0] = heap[hs]
                 _sift_down(heap, qi, hs, 0)
                 continue
-            if not sorted_:
-                sort_open(meta, ob)
-                sorted_ = True
-            changed, val = _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R, RI, cand)
+            last = qf[F_LAST, s]
+            if last == last:  # the held value's check, inline (the common case: kept)
+                hu, hl = _held_counts(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, last)
+                n = ne - qi[Q_S0, s]
+                e = qf[F_E, s]
+                phi = qf[F_PHI, s]
+                dh = _life(hu, hl, _target(phi, n), e * n, phi, e)
+                if keeps(dh, n, e):
+                    meta[M_EVALS] += 1
+                    qi[Q_DEAD, s] = ne + dh
+                    _sift_down(heap, qi, hs, 0)
+                    continue
+            changed, val = _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R, RI,
+                                     cand)
             if changed:
                 w = meta[M_NOUT]
                 oslot[w], ooff[w], oval[w] = s, i, val
