@@ -111,19 +111,40 @@ def test_young_buffers_are_freed():
 
 @pytest.mark.timeout(600)
 def test_snapshot_without_young_arrays_still_runs():
-    """A snapshot from before the young path (no yq/yb/yv, 12 meta slots) keeps its notify
-    queries on the heap."""
+    """A snapshot from before the young path and the deadline buckets (no yq/yb/yv/bh, 12 meta
+    slots, a deadline heap) keeps serving its notify queries."""
     x = np.random.default_rng(2).random(2000)
     s = Suffix(EPS)
     s.push(x[:500])
     s.register(1, 0.3, 0.01, True)
     s.push(x[500:1000])  # grown up: on the heap
     st_ = s.state()
-    for k in ("yq", "yb", "yv"):
+    for k in ("yq", "yb", "yv", "bh"):
         del st_[k]
     st_["meta"] = st_["meta"][:12]
+    st_["heap"] = np.array([s.q[1][4]] + [0] * (len(st_["heap"]) - 1), np.int64)  # (a heap of one slot)
     old = Suffix.from_state(unpack(pack(st_)))
     old.register(2, 0.7, 0.01, True)
     q, _, v = old.push(x[1000:])
     assert rank_error_ok(x[500:], v[q == 1][-1] if (q == 1).any() else old.lookup(np.array([1]))[0], 0.3, 0.01)
     assert rank_error_ok(x[1000:], v[q == 2][-1], 0.7, 0.01)
+
+
+@pytest.mark.timeout(600)
+def test_deadlines_beyond_the_buckets():
+    """Lives longer than the deadline buckets (large e, long stream) are re-checked at the cap:
+    the value still meets the bound, checked every 61 positions."""
+    from vigil.quantiles._suffix_notify import B
+
+    x = np.random.default_rng(6).random(12 * B)
+    s = Suffix(EPS)
+    s.push(x[:100])
+    s.register(1, 0.5, 0.3, True)
+    s.register(2, 0.9, 0.45, True)
+    q, o, v = s.push(x[100:])
+    for qid, phi, e in ((1, 0.5, 0.3), (2, 0.9, 0.45)):
+        oo, vv = o[q == qid], v[q == qid]
+        for pos in range(0, len(x) - 100, 61):
+            k = np.searchsorted(oo, pos, "right") - 1
+            assert rank_error_ok(x[100:100 + pos + 1], vv[k], phi, e), (qid, pos)
+    assert s.evaluations >= 2 * (len(x) - 100 - Y) // B

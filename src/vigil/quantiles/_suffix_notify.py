@@ -1,9 +1,13 @@
 """The push kernel of the suffix structure (:mod:`.suffix`): elements in, notify updates out.
 
 Mature notify queries (at least ``Y`` elements in their window) are re-evaluated on the suffix
-summaries when their deadline comes (:func:`._suffix_kernels._evaluate`); the deadlines are a
-min-heap on ``qi[Q_DEAD]`` whose top is re-evaluated in place and sifted down (one pass instead
-of a pop and a push).
+summaries when their deadline comes (:func:`_evaluate`: the held value's counts, a search only
+when it no longer lasts); the check of a held value is inlined in the push loop (a call passing
+the structure's ~20 arrays cost more than the check: numba's reference counts). Deadlines are
+positions: the due queries sit in ``B`` buckets by the element after their deadline (a linked
+list per bucket), a deadline more than B - 2 elements ahead is checked at that cap instead (an
+early check is still a valid one): O(1) per evaluation instead of a heap's O(log Q). The open
+buffer is counted by a scan there, and sorted only before a search.
 
 Young queries (fewer than ``Y`` elements since their registration) are served exactly instead:
 their whole window is the last N elements, so every registration position with young queries
@@ -16,7 +20,7 @@ rank (the buffer's entry t - 1). On a summary a young query's rank bound e*N + 1
 for the summaries' uncertainty (e*N < 1 below N = 1/e), so it was re-evaluated at nearly every
 element with a search each time; here a check is one comparison and a change one array read.
 When the window reaches Y elements the query is evaluated on the summaries once and joins the
-heap. Young buffers: at most one per registration position among the last Y elements, each of
+buckets. Young buffers: at most one per registration position among the last Y elements, each of
 Y values (space O(Y^2) at worst, whatever the number of queries).
 """
 
@@ -27,7 +31,6 @@ import math
 import numba
 import numpy as np
 
-from ._sliding_kernels import heap_push  # the deadline heap: a min-heap on qi[Q_DEAD] (same row)
 from ._suffix_kernels import (
     F_E,
     F_LAST,
@@ -60,6 +63,7 @@ _NJ = {"cache": True, "nogil": True}
 _NI = {"cache": True, "nogil": True, "inline": "always"}
 
 Y = 256  # young queries: windows of fewer than Y elements (module doc)
+B = 4096  # deadline buckets (a power of two; module doc)
 # young query rows (yq): slot, young buffer, lo = #(< v), hi = #(<= v) over the window
 YQ_SLOT, YQ_BUF, YQ_LO, YQ_HI = range(4)
 # young buffer rows (yb): element count at its registration position, queries referring to it
@@ -67,17 +71,23 @@ YB_S0, YB_REF = range(2)
 
 
 @numba.njit(**_NI)
-def _sift_down(heap, qi, hs, i):
-    while True:
-        a = 2 * i + 1
-        if a >= hs:
-            return
-        b = a + 1
-        c = b if b < hs and qi[Q_DEAD, heap[b]] < qi[Q_DEAD, heap[a]] else a
-        if qi[Q_DEAD, heap[i]] <= qi[Q_DEAD, heap[c]]:
-            return
-        heap[c], heap[i] = heap[i], heap[c]
-        i = c
+def _enqueue(bh, nextq, qi, s, ne):
+    """Queue slot s, valid through qi[Q_DEAD, s] >= ne, in the bucket of the element after its
+    deadline, capped at ne + B - 2 (an early check is only an early check): bucket k holds the
+    slots due at the element whose count is k mod B (no two such elements in the queue at once)."""
+    nb = len(bh)
+    d = min(qi[Q_DEAD, s], ne + nb - 2)
+    qi[Q_DEAD, s] = d
+    k = (d + 1) & (nb - 1)
+    nextq[s] = bh[k]
+    bh[k] = s
+
+
+@numba.njit(**_NJ)
+def enqueue(bh, nextq, qi, s, ne):
+    """:func:`_enqueue` from Python (a snapshot's heap into buckets), a due slot at the next element."""
+    qi[Q_DEAD, s] = max(qi[Q_DEAD, s], ne)
+    _enqueue(bh, nextq, qi, s, ne)
 
 
 @numba.njit(**_NI)
@@ -204,7 +214,7 @@ def _young_drop(meta, yq, yb, yv, j):
 
 
 @numba.njit(**_NJ)
-def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delta, qf, qi, qc, heap, nlive,
+def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delta, qf, qi, qc, bh, nextq, nlive,
          oslot, ooff, oval, yq, yb, yv):
     """Insert x[p0:] and run the young queries and the due mature ones; stops early (returning
     the index reached) when the output buffers or the open summary could overflow."""
@@ -248,7 +258,8 @@ def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delt
                     oslot[w], ooff[w], oval[w] = s, i, val
                     meta[M_NOUT] = w + 1
                     qf[F_LAST, s] = val
-                meta[M_HS] = heap_push(heap, qi, meta[M_HS], s)
+                _enqueue(bh, nextq, qi, s, ne)
+                meta[M_HS] += 1
                 j = _young_drop(meta, yq, yb, yv, j)
                 continue
             b = yq[YQ_BUF, j]
@@ -279,13 +290,14 @@ def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delt
             yq[YQ_LO, j] = lo
             yq[YQ_HI, j] = hi
             j += 1
-        hs = meta[M_HS]
-        while hs > 0 and qi[Q_DEAD, heap[0]] < ne:
-            s = heap[0]
+        k = ne & (len(bh) - 1)
+        s = bh[k]
+        bh[k] = -1
+        while s >= 0:  # the queries due now: their held value is valid through ne - 1
+            nxt = nextq[s]
             if qi[Q_ON, s] == 0:
-                hs -= 1
-                heap[0] = heap[hs]
-                _sift_down(heap, qi, hs, 0)
+                meta[M_HS] -= 1
+                s = nxt
                 continue
             last = qf[F_LAST, s]
             if last == last:  # the held value's check, inline (the common case: kept)
@@ -297,7 +309,8 @@ def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delt
                 if keeps(dh, n, e):
                     meta[M_EVALS] += 1
                     qi[Q_DEAD, s] = ne + dh
-                    _sift_down(heap, qi, hs, 0)
+                    _enqueue(bh, nextq, qi, s, ne)
+                    s = nxt
                     continue
             changed, val = _evaluate(meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, qf, qi, qc, s, parts, L, R, RI,
                                      cand)
@@ -306,6 +319,6 @@ def push(x, p0, meta, pv, pa, pb, sm, nodes, osv, osa, osb, ob, tv, ta, tb, delt
                 oslot[w], ooff[w], oval[w] = s, i, val
                 meta[M_NOUT] = w + 1
                 qf[F_LAST, s] = val
-            _sift_down(heap, qi, hs, 0)
-        meta[M_HS] = hs
+            _enqueue(bh, nextq, qi, s, ne)
+            s = nxt
     return len(x)

@@ -21,8 +21,10 @@ e*N + 1 for its served precision e = max(eps_q, eps) from its first element on. 
 plain query answers its previous answer while that still meets the bound (one check of its
 counts, as a held notify value is checked), else searches: O(log K) bisection steps of
 O(log K log(1/delta)) each. Notify queries hold a value with a
-deadline (the contract's invariant holds until it: :mod:`._suffix_kernels`), on a heap: per
-element O(1) amortized for the insertion plus the re-evaluations due.
+deadline (the contract's invariant holds until it: :mod:`._suffix_kernels`), in buckets by
+deadline: per element O(1) amortized for the insertion plus the re-evaluations due; a query's
+first ``Y`` elements are served exactly from its position's sorted window
+(:mod:`._suffix_notify`).
 
 Costs and space. Per element: one sorted insertion into a buffer of <= ``BMAX`` values and, every
 ``BMAX`` elements, one merge with the open summary (O(1/delta)). Per registration at a new
@@ -88,7 +90,8 @@ class Suffix:
         self.qf = np.zeros((4, 16))
         self.qi = np.zeros((4, 16), np.int64)
         self.qc = np.zeros((3, 16), np.int64)
-        self.heap = np.zeros(16, np.int64)
+        self.heap = np.zeros(16, np.int64)  # per slot: the next slot in its deadline bucket (:mod:`._suffix_notify`)
+        self.bh = np.full(N.B, -1, np.int64)  # deadline buckets' first slots
         self.slot_qid = np.full(16, -1, np.int64)
         self.nslots = 0
         self.nlive = 0
@@ -191,8 +194,8 @@ class Suffix:
             self._grow_open()
         oslot, ooff, oval = self.out
         return int(N.push(x, p, self.meta, self.pv, self.pa, self.pb, self.sm, self.nodes, self.osv, self.osa,
-                          self.osb, self.ob, self.tv, self.ta, self.tb, self.delta, self.qf, self.qi, self.qc, self.heap,
-                          self.nlive, oslot, ooff, oval, self.yq, self.yb, self.yv))
+                          self.osb, self.ob, self.tv, self.ta, self.tb, self.delta, self.qf, self.qi, self.qc, self.bh,
+                          self.heap, self.nlive, oslot, ooff, oval, self.yq, self.yb, self.yv))
 
     def _grow_open(self) -> None:
         self.oscap *= 2
@@ -262,7 +265,7 @@ class Suffix:
         return np.column_stack([v, a.astype(np.float64), hi])
 
     # ------------------------------------------------------------------ state
-    _ARRAYS = ("meta", "ob", "osv", "osa", "osb", "sm", "nodes", "qf", "qi", "qc", "heap", "slot_qid", "yq", "yb", "yv")
+    _ARRAYS = ("meta", "ob", "osv", "osa", "osb", "sm", "nodes", "qf", "qi", "qc", "heap", "slot_qid", "yq", "yb", "yv", "bh")
 
     def state(self) -> dict[str, Any]:
         qs = sorted(self.q)
@@ -281,6 +284,11 @@ class Suffix:
                 setattr(op, k, np.array(s[k]))
         if len(op.meta) < K.META_SIZE:
             op.meta = np.concatenate([op.meta, np.zeros(K.META_SIZE - len(op.meta), np.int64)])
+        if "bh" not in s:  # (a snapshot whose notify queries are on a deadline heap: into buckets)
+            slots = op.heap[:int(op.meta[K.M_HS])].copy()
+            op.heap[:] = -1
+            for sl in slots.tolist():
+                N.enqueue(op.bh, op.heap, op.qi, sl, int(op.meta[K.M_NE]))
         op.oscap = int(s["oscap"])
         tc = op.oscap + 2 * BMAX + 16
         op.tv, op.ta, op.tb = np.empty(tc), np.zeros(tc, np.int64), np.zeros(tc, np.int64)
