@@ -41,7 +41,7 @@ from ..errors import Unsupported
 from ..group import Codes, Group, PerKey
 from . import keyed_fast as fast
 from .alerts import ALERT, CLEAR, Alerts, spec_alert
-from .keyed_sliding import SlidingKeys
+from .keyed_sliding import SlidingKeys, spawn, template
 from .rank import rank_from_summary
 from .sliding import Sliding
 
@@ -67,18 +67,18 @@ def _key_dict(cols, col: str) -> tuple[np.ndarray, list[str]]:
     return cols.cache[k]
 
 
-def _key_comb(cols, by: list[str], parts: list[tuple[np.ndarray, list[str]]]) -> np.ndarray:
-    """One number per row for the combination of its key columns' dictionary entries (once per
-    batch and column list)."""
+def _key_comb(cols, by: list[str], parts: list[tuple[np.ndarray, list[str]]]) -> tuple[np.ndarray, int]:
+    """One number per row for the combination of its key columns' dictionary entries, in
+    [-1, n) (-1: a null in a single key column), and n (once per batch and column list)."""
     if len(parts) == 1:
-        return parts[0][0]
+        return parts[0][0], len(parts[0][1])
     k = (tuple(by), "quantile-key-comb")
     if k not in cols.cache:
         comb = parts[0][0]
         for idx, texts in parts[1:]:
             comb = np.unique(comb * (len(texts) + 1) + (idx + 1), return_inverse=True)[1].reshape(-1).astype(np.int64)
-        cols.cache[k] = (comb, {})
-    return cols.cache[k][0]
+        cols.cache[k] = (comb, int(comb.max()) + 1 if len(comb) else 0)
+    return cols.cache[k]
 
 
 class KeyedQuantileGroup(Group):
@@ -94,7 +94,8 @@ class KeyedQuantileGroup(Group):
         self.count = np.zeros(0, np.int64)  # code -> elements pushed (the substream's position)
         self.sk: SlidingKeys | None = None  # every key's rows-window operator, pushed in one call
         self._trank = np.zeros(0, np.int64)  # code -> rank of its key text among the keys
-        self._known: tuple[object, dict[int, int]] = (None, {})  # (batch token, its combination -> code)
+        self._known: tuple[object, np.ndarray] = (None, np.zeros(0, np.int64))  # (batch token, its combination + 1 -> code or -1)
+        self._tpl: Any = None  # a new key's rows-window operator with the live queries' slots (keyed_sliding.template)
         self._klists: list[list[str]] = []  # code -> its key texts (one list per group_by column)
         self._look: dict[int, tuple] = {}  # qid -> its slots' lookup arrays by key text (lookup_many)
         self.q: dict[int, dict[str, Any]] = {}  # qid -> {phi, eps, notify, alert, rank}
@@ -131,6 +132,7 @@ class KeyedQuantileGroup(Group):
             self.impl(self.eps, self.params["rows"]).register(0, q["phi"], q["eps"], start,
                                                                notify=q["notify"] or q["alert"] is not None)
         self.q[qid] = q
+        self._tpl = None
         self.slots[qid] = {}
         for code in range(len(self.ops)):
             self._slot(qid, code, self.count[code])
@@ -143,6 +145,12 @@ class KeyedQuantileGroup(Group):
         op.register(slot, q["phi"], q["eps"], start, notify=q["notify"] or q["alert"] is not None)
         if self.sk is not None and code < len(self.sk):
             self.sk.sync(code, op)  # the registration may have grown its arrays
+        self._book(qid, code, slot, op, start)
+
+    def _book(self, qid: int, code: int, slot: int, op, start: int) -> None:
+        """The group's records of query qid's slot ``slot`` (registered at ``start`` in key code's
+        operator ``op``)."""
+        q = self.q[qid]
         self.slot_q.append(qid)
         self.slot_k.append(code)
         e = op.q[slot] if type(op) is Sliding else (q["phi"], 0, start, False, -1)
@@ -163,10 +171,16 @@ class KeyedQuantileGroup(Group):
             for qid in self.q:
                 self._slot(qid, code, 0)
             return code
-        self.ops.append(self.impl(self.eps, self.params["rows"]))
-        for qid in self.q:
-            self._slot(qid, code, 0)
-        self.sk.add(self.ops[code])
+        if self._tpl is None:  # registering every query in each new key's operator: once, then copies
+            self._tpl = template(self.impl, self.eps, self.params["rows"],
+                                 [(q["phi"], q["eps"], q["notify"] or q["alert"] is not None) for q in self.q.values()])
+        qids = list(self.q)
+        slots = list(range(len(self.slot_q), len(self.slot_q) + len(qids)))
+        op = spawn(self._tpl, slots)
+        self.ops.append(op)
+        for qid, slot in zip(qids, slots, strict=True):
+            self._book(qid, code, slot, op, 0)
+        self.sk.add(op)
         return code
 
     def terminate(self, qid):
@@ -178,6 +192,7 @@ class KeyedQuantileGroup(Group):
             self.alerts.drop(slot)
             self.rank.pop(slot, None)
         self.q.pop(qid, None)
+        self._tpl = None
 
     # ------------------------------------------------------------------ elements
     def _row_codes(self, cols, rows) -> np.ndarray:
@@ -187,30 +202,28 @@ class KeyedQuantileGroup(Group):
                 self._new_key("")
             return np.zeros(len(rows), np.int64)
         parts = [_key_dict(cols, c) for c in self.by]
-        comb = _key_comb(cols, self.by, parts)[rows]
+        comb, ncomb = _key_comb(cols, self.by, parts)
+        comb = comb[rows] + 1
         batch = cols.cache.setdefault(("quantile-key-batch",), (object(), None))[0]  # this batch's token
         if self._known[0] is not batch:
-            self._known = (batch, {})
-        known = self._known[1]  # comb -> code, for this batch's dictionaries
-        u, inv = np.unique(comb, return_inverse=True)
-        if len(self.by) > 1:
-            first = np.full(len(u), len(rows), np.int64)
-            np.minimum.at(first, inv, np.arange(len(rows)))
-        ucode = np.empty(len(u), np.int64)
-        for i, c in enumerate(u.tolist()):
-            code = known.get(c)
+            self._known = (batch, np.full(ncomb + 1, -1, np.int64))
+        known = self._known[1]  # comb + 1 -> code (-1: not seen yet), for this batch's dictionaries
+        kc = known[comb]
+        miss = np.flatnonzero(kc < 0)
+        if not len(miss):
+            return kc
+        u, first = np.unique(comb[miss], return_index=True)
+        for c, i in zip(u.tolist(), miss[first].tolist(), strict=True):
+            if len(self.by) == 1:
+                text = parts[0][1][c - 1]
+            else:
+                r = rows[i]
+                text = _SEP.join(texts[idx[r]] for idx, texts in parts)
+            code = self.codes.code.get(text)
             if code is None:
-                if len(self.by) == 1:
-                    text = parts[0][1][c]
-                else:
-                    r = rows[first[i]]
-                    text = _SEP.join(texts[idx[r]] for idx, texts in parts)
-                code = self.codes.code.get(text)
-                if code is None:
-                    code = self._new_key(text)
-                known[c] = code
-            ucode[i] = code
-        return ucode[inv.reshape(-1)]
+                code = self._new_key(text)
+            known[c] = code
+        return known[comb]
 
     def key_list(self, code: int) -> list[str]:
         return self.codes.values[code].split(_SEP) if self.by else []
@@ -366,7 +379,8 @@ class KeyedQuantileGroup(Group):
         self.count = np.array(s["count"], np.int64)
         cls = type(self.impl(self.eps, self.params["rows"]))
         self.ops = [cls.from_state(o) for o in s["ops"]]
-        self.sk, self._look, self._trank, self._known = None, {}, np.zeros(0, np.int64), (None, {})
+        self.sk, self._look, self._trank, self._known = None, {}, np.zeros(0, np.int64), (None, np.zeros(0, np.int64))
+        self._tpl = None
         if self.ops and type(self.ops[0]) is Sliding:
             self.sk = SlidingKeys(self.eps)
             for op in self.ops:

@@ -212,6 +212,40 @@ def _rank_many(st, codes, start, n, x, out):
     return -1
 
 
+def template(impl, eps: float, rows: int, queries: list[tuple[float, float, bool]]) -> Sliding:
+    """A new key's operator before its first element, built once per set of queries: the group's
+    live queries (phi, eps, notify) registered at position 0 as slots 0, 1, ..., in order, and room
+    reserved for the first elements (what the first push of a key would reserve). :func:`spawn`
+    copies it for each new key."""
+    op = impl(eps, rows)
+    for i, (phi, e, notify) in enumerate(queries):
+        op.register(i, phi, e, 0, notify=notify)
+    op._room(128)
+    return op
+
+
+def spawn(tpl: Sliding, slots: list[int]) -> Sliding:
+    """A copy of :func:`template`'s operator whose i-th query is the group's slot ``slots[i]``:
+    the state registering each query in a new operator would give (its arrays copied, its
+    query table renamed), without the registrations' cost."""
+    op = Sliding.__new__(Sliding)
+    d = op.__dict__
+    for k, v in tpl.__dict__.items():
+        if isinstance(v, np.ndarray):
+            v = v.copy()
+        elif isinstance(v, (dict, list, set)):
+            v = type(v)(v)
+        d[k] = v
+    op.out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))
+    op.q = {slots[i]: e for i, e in tpl.q.items()}
+    sq = op.slot_qid
+    live = sq >= 0
+    if live.any():
+        sq[live] = np.asarray(slots, np.int64)[sq[live]]
+    op._table = None
+    return op
+
+
 class SlidingKeys:
     """The state arrays of every key's operator (code -> :class:`Sliding`), see the module doc."""
 
