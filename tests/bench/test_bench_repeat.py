@@ -188,3 +188,29 @@ def test_joins_samples_fields(tmp_path):
     assert len(doc["results"]) == 4
     for r in doc["results"]:
         check_samples(r["extra"], 2)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("preset", "scale"), [("fig5", 0.001), ("peers", 0.001), ("targets", 0.002),
+                                               ("fig12", 0.001),
+                                               pytest.param("fig13", 0.002, marks=pytest.mark.slow)])  # ~1-3 min
+def test_quantiles_repeat_fields(tmp_path, preset, scale):
+    from vigil.bench.quantiles import run_preset
+
+    out = tmp_path / f"{preset}.json"
+    run_preset(preset, scale=scale, out=out, repeat=2)
+    doc = json.loads(out.read_text())
+    assert doc["params"]["repeat"] == 2
+    timed = [r for r in doc["results"] if not r["algo"].startswith(("summary_only", "oqc_vs_qcb"))]
+    assert timed
+    for r in timed:
+        check_samples(r["extra"], 2)
+        assert r["extra"]["warmup_cpu_s"] is not None
+
+
+def test_substream_verified_compares_each_run_as_far_as_it_goes():
+    ref = [frozenset({1}), frozenset({2}), frozenset({3})]
+    # repetitions cut by the budget at different lookups: each compared on its own prefix
+    assert bs.verified([ref[:3], ref[:1], ref[:2]], ref)
+    assert bs.verified([ref[:2]], ref[:1])
+    assert not bs.verified([ref[:3], [frozenset({1}), frozenset({9})]], ref)

@@ -156,14 +156,18 @@ def quantiles(
     seed: int = typer.Option(0, "--seed"),
     notify: str = typer.Option("query", "--notify", help="query (an update per query), cluster (cluster / "
                                "cluster_update events), or query,cluster (both, side by side)"),
+    repeat: int = typer.Option(3, "--repeat", help="timed runs per configuration, interleaved, after one untimed "
+                               "warm-up run on a small input (fig5, fig8-fig15, peers, targets, eager)"),
 ) -> None:
     """Massive continuous quantile queries (paper 004, Lin et al.): Figs. 5-14, peers, targets."""
+    from ..cliutil import at_least
     from .quantiles import PRESETS, run_preset
 
     if preset not in PRESETS:
         raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    at_least(repeat, 1, "--repeat")
     run_preset(preset, scale=scale, algos=[a.strip() for a in algos.split(",") if a.strip()] if algos else None,
-               out=out, seed=seed, notify=notify)
+               out=out, seed=seed, notify=notify, repeat=repeat)
 
 
 @bench_app.command("engine")

@@ -324,11 +324,11 @@ def results_table(doc: dict[str, Any], reference: str = "dt") -> Table:
 
 def range_note(ex: dict[str, Any], median: bool = True) -> str:
     """"CPU median of R X s, range lo-hi" for a result with :func:`sample_fields` (``median=False``:
-    "median of R, CPU range lo-hi s", when the seconds shown are that median)."""
+    "R runs, CPU lo-hi s", when the seconds shown are that median)."""
     lo, hi = ex["cpu_s_range"]
     n = len(ex["cpu_s_samples"])
     if not median:
-        return f"median of {n}, CPU range {_fmt_s(lo)}-{_fmt_s(hi)} s"
+        return f"{n} runs, CPU {_fmt_s(lo)}-{_fmt_s(hi)} s"
     return f"CPU median of {n} {_fmt_s(ex['cpu_s_median'])} s, range {_fmt_s(lo)}-{_fmt_s(hi)}"
 
 
