@@ -214,3 +214,15 @@ def test_substream_verified_compares_each_run_as_far_as_it_goes():
     assert bs.verified([ref[:3], ref[:1], ref[:2]], ref)
     assert bs.verified([ref[:2]], ref[:1])
     assert not bs.verified([ref[:3], [frozenset({1}), frozenset({9})]], ref)
+
+
+@pytest.mark.timeout(300)
+def test_quantiles_paper_fig15_samples(tmp_path):
+    from vigil.bench.quantiles import run_paper
+
+    out = tmp_path / "fig15.json"
+    run_paper("fig15", 0.001, out, repeat=2)
+    for r in json.loads(out.read_text())["results"]:
+        ex = r["extra"]
+        assert ex["warmed"] is True and ex["repeat"] == 2 and len(ex["cpu_s_samples"]) == 2
+        assert r["seconds"] == pytest.approx(ex["cpu_s_range"][0])  # the fastest run, as the figures

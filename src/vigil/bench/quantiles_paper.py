@@ -28,7 +28,8 @@
 
 All in process CPU (``time.process_time``), after an untimed warm-up run (fig7: the whole
 sequence; fig15 and eager: a small input that compiles every kernel), ``repeat`` timed runs
-interleaved across the algorithms, the fastest kept and the range recorded.
+interleaved across the algorithms, the fastest kept and the range recorded (every run's CPU
+seconds in ``extra.cpu_s_samples``, with ``cpu_s_median``, ``cpu_s_range``, ``repeat``, ``warmed``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..workloads.quantiles import data_stream, query_batches, query_set
-from .common import Result, png_path, print_table, result_doc, write_json
+from .common import Result, png_path, print_table, result_doc, sample_fields, write_json
 
 EPS = 0.005
 VOCAB = 200_000
@@ -120,7 +121,8 @@ def run_fig7(f: float, seed: int, repeat: int) -> tuple[list[Result], dict[str, 
                 ex: dict[str, Any] = {
                     "pattern": pattern, "dist": dist, "batches": k, "queries": nq, "eps": eps, "clock": "process_time",
                     "seconds_range": [best[name], max(r[name] for r in runs)], "points": len(pts),
-                    "x_oqc_seconds": best[name] / best["oqc"]}
+                    "x_oqc_seconds": best[name] / best["oqc"],
+                    **sample_fields([r[name] for r in runs], None, warmed=True)}
                 if name == "oqc":
                     ex.update(clusters=pts[:, 1].tolist(), alive=pts[:, 0].tolist(), operations="insertions + deletions")
                 else:
@@ -162,7 +164,8 @@ def run_fig15(f: float, seed: int, repeat: int, notify: str, hooks: dict[str, An
                 r = min(rs, key=lambda r: r.seconds)
                 r.extra.pop("curve", None)
                 r.extra.update(pattern=pattern, stream="words", clock="process_time",
-                               seconds_range=[r.seconds, max(o.seconds for o in rs)])
+                               seconds_range=[r.seconds, max(o.seconds for o in rs)],
+                               **sample_fields([o.seconds for o in rs], None, warmed=True))
                 r.algo = f"{lab}/{pattern}"
                 out.append(r)
             base = {r.algo.split("/")[0]: r.seconds for r in out[-len(runs):]}
@@ -241,7 +244,8 @@ def run_eager(f: float, seed: int, repeat: int, budget: float, queries: tuple[in
             secs, p, events, stats, chunks = min(runs[a], key=lambda r: r[0])
             ex: dict[str, Any] = {"queries": nq, "point": {"queries": nq}, "stream": "semisort", "clock": "process_time",
                                   "update_events": events, **stats, "seconds_range": [secs, max(r[0] for r in runs[a])],
-                                  "summary_seconds": float(gk_cpu[p // CHUNK - 1])}
+                                  "summary_seconds": float(gk_cpu[p // CHUNK - 1]),
+                                  **sample_fields([r[0] for r in runs[a]], None, warmed=True)}
             est = secs
             if p < n:
                 k = p // CHUNK
