@@ -226,3 +226,32 @@ def test_quantiles_paper_fig15_samples(tmp_path):
         ex = r["extra"]
         assert ex["warmed"] is True and ex["repeat"] == 2 and len(ex["cpu_s_samples"]) == 2
         assert r["seconds"] == pytest.approx(ex["cpu_s_range"][0])  # the fastest run, as the figures
+
+
+@pytest.mark.slow  # ~15 s CPU, minutes on a loaded machine: make test-all
+@pytest.mark.timeout(600)
+def test_windows_keyed_samples(tmp_path):
+    doc = bw.run_preset("keyed", scale=0.01, algos=["op_shared", "engine_group_by"], out=tmp_path / "k.json",
+                        batches=[50_000], repeat=2)
+    assert doc["params"]["repeat"] == 2
+    for r in doc["results"]:
+        check_samples(r["extra"], 2)
+        assert r["seconds"] == pytest.approx(r["extra"]["cpu_s_median"])
+
+
+@pytest.mark.slow  # ~15 s CPU, minutes on a loaded machine: make test-all
+@pytest.mark.timeout(600)
+def test_threshold_rearm_and_quantile_alerts_samples(tmp_path):
+    from rich.console import Console
+
+    from vigil.bench.quantiles import run_preset
+    from vigil.bench.threshold_rearm import run_rearm
+
+    doc = run_rearm(scale=0.01, algos=["sweep"], reps=2, out=None, console=Console(quiet=True))
+    for r in doc["results"]:
+        ex = r["extra"]
+        assert ex["warmed"] is True and ex["cpu_s_samples"] == ex["cpu_seconds"] and len(ex["cpu_seconds"]) == 2
+    doc = run_preset("alerts", scale=0.002, out=tmp_path / "alerts.json", repeat=2)
+    for r in doc["results"]:
+        ex = r["extra"]
+        assert ex["warmed"] is True and ex["repeat"] == 2 and r["seconds"] == ex["cpu_s_range"][0]

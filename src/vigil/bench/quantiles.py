@@ -446,7 +446,7 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
     if preset == "alerts":  # quantile alerts vs exact crossings: bench/quantile_alerts.py
         from .quantile_alerts import run_alerts_preset
 
-        return run_alerts_preset(scale, algos, out, seed)
+        return run_alerts_preset(scale, algos, out, seed, repeats=repeat)
     if preset in ("clustered", "matched"):  # the peers in their strongest form: bench/quantiles_peers.py
         return _run_peers_preset(preset, scale, out, seed)
     if preset == "spark":  # Spark SQL's percentile_approx as a peer: bench/quantiles_spark.py

@@ -36,7 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..workloads.threshold import ThresholdWorkloadParams, draw_elements, draw_queries
-from .common import Result, png_path, result_doc, write_json
+from .common import Result, png_path, result_doc, sample_fields, write_json
 
 VARIANTS = ("rearm", "reregister", "once")
 M, TAU, N = 100_000, 200_000, 400_000  # at scale 1
@@ -97,7 +97,8 @@ def run_rearm(*, scale: float | None = None, algos: list[str] | None = None, dim
             ops = n + regs + mat
             per[v] = Result(f"{a}:{v}", statistics.median(secs), ops, extra={
                 "variant": v, "cpu_seconds": secs, "maturities": mat, "registrations": regs, "elements": n,
-                "us_per_maturity": statistics.median(secs) / max(mat, 1) * 1e6, "deterministic": len(mats) == 1})
+                "us_per_maturity": statistics.median(secs) / max(mat, 1) * 1e6, "deterministic": len(mats) == 1,
+                **sample_fields(secs, None, warmed=True)})
             results.append(per[v])
         s = {"rearm/reregister cpu": per["rearm"].seconds / per["reregister"].seconds,
              "rearm/once cpu": per["rearm"].seconds / per["once"].seconds,

@@ -394,7 +394,7 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
     if preset == "keyed":
         from .windows_keyed import run_preset as run_keyed
 
-        return run_keyed(scale, algos, out, batches, seed, title=p.title, paper=p.paper)
+        return run_keyed(scale, algos, out, batches, seed, title=p.title, paper=p.paper, repeat=repeat)
     scale = p.default_scale if scale is None else float(scale)
     algos = list(algos or p.algos)
     engine = "engine" in algos and preset in ("fig9", "fig11")

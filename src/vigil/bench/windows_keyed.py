@@ -13,13 +13,16 @@ elements, default scale 0.2):
 * ``op_per_query``: the per-query baseline: the same operator with one window per (key, query)
   (100,000 windows, each row pushed into the 5 windows of its key per aggregate), same lookups.
 
-Rates are elements per CPU second (``time.process_time``: the machine is shared), warm (kernels
-compiled before the clock starts). Memory: the operators' array bytes after the stream
+Rates are elements per CPU second (``time.process_time``: the machine is shared), warm (each path
+first runs once untimed on a 20,000-row prefix: kernels compiled or loaded), the median of
+``repeat`` runs (default 3), the paths interleaved; every run's CPU and wall seconds are in the
+JSON (``extra.cpu_s_samples``, ``cpu_s_range``, ``wall_s_samples``). Memory: the operators' array bytes after the stream
 (``extra.nbytes``), and bytes per (key x largest window).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 from rich.console import Console
 
-from .common import Result, print_table, result_doc, write_json
+from .common import Result, Timed, measure_interleaved, print_table, result_doc, write_json
 
 KEYS = 10_000
 WINDOWS = (200, 400, 600, 800, 1000)
@@ -78,12 +81,12 @@ def _engine(mode: str, table: pa.Table, lookups, batch: int) -> tuple[float, int
         ops += [{"op": "lookup", "at": at, "id": f"{AGGS[j % 2]}{WINDOWS[j // 2]}"} for j, at in enumerate(ats)]
     eng.add_operations(ops)
     events = 0
-    c0 = time.process_time()
+    c0, t0 = time.process_time(), time.perf_counter()
     for s in range(0, n, batch):
         events += eng.process(table.slice(s, batch)).num_rows
     events += eng.finish().num_rows
-    cpu = time.process_time() - c0
-    return cpu, events, sum(g.op.nbytes() for g in eng.groups.values()), len(eng.where)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    return Timed(cpu, wall, (events, sum(g.op.nbytes() for g in eng.groups.values()), len(eng.where)))
 
 
 class _Spec:
@@ -91,7 +94,7 @@ class _Spec:
         self.rows, self.time, self.phi, self.agg = [w, 0], None, None, agg
 
 
-def _operator(per_query: bool, k: np.ndarray, price: np.ndarray, lookups, batch: int) -> tuple[float, int, int]:
+def _operator(per_query: bool, k: np.ndarray, price: np.ndarray, lookups, batch: int) -> Timed:
     """The keyed operators alone: shared (one window per key) or one window per (key, query)."""
     from ..windows.keyed import KeyedWindows
 
@@ -112,7 +115,7 @@ def _operator(per_query: bool, k: np.ndarray, price: np.ndarray, lookups, batch:
                     op.register(key * nw + j, _Spec(w, a), 0, key)
     at = np.array([x[0] for x in lookups])
     answered = 0
-    c0 = time.process_time()
+    c0, t0 = time.process_time(), time.perf_counter()
     for s in range(0, n, batch):
         e = min(n, s + batch)
         for op in ops.values():
@@ -125,35 +128,42 @@ def _operator(per_query: bool, k: np.ndarray, price: np.ndarray, lookups, batch:
         for i in range(lo, hi):  # lookups at their positions (here: at the batch's end)
             _, key, a, w = lookups[i]
             answered += len(ops[a].lookup(np.array([key * nw + WINDOWS.index(w)]), e, 0.0))
-    cpu = time.process_time() - c0
-    return cpu, answered, sum(op.nbytes() for op in ops.values())
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    return Timed(cpu, wall, (answered, sum(op.nbytes() for op in ops.values()), KEYS * len(WINDOWS) * len(AGGS)))
 
 
-def run_keyed(algos, scale, batches, budget, seed, console: Console) -> tuple[dict, list[Result]]:
+def _run(algo: str, table: pa.Table, k: np.ndarray, price: np.ndarray, lookups, batch: int) -> Timed:
+    if algo.startswith("engine_"):
+        return _engine(algo.split("_", 1)[1], table, lookups, batch)
+    return _operator(algo == "op_per_query", k, price, lookups, batch)
+
+
+def run_keyed(algos, scale, batches, budget, seed, console: Console, repeat: int = 3) -> tuple[dict, list[Result]]:
     n = max(100_000, int(10_000_000 * scale))
     table, k, price = _stream(n, seed)
     lookups = _lookups(n, seed)
-    # warm: compile the kernels on a small prefix first
-    _engine("where", table.slice(0, 20_000), [], 10_000)
-    _operator(False, k[:20_000], price[:20_000], [], 10_000)
+    # warm-up: each path once on a 20,000-row prefix (kernels compiled or loaded), then the timed runs
+    warm = {a: functools.partial(_run, a, table.slice(0, 20_000), k[:20_000], price[:20_000], [], 10_000)
+            for a in algos}
     results = []
     for batch in batches:
-        for algo in algos:
-            if algo.startswith("engine_"):
-                cpu, events, nbytes, queries = _engine(algo.split("_", 1)[1], table, lookups, batch)
-            else:
-                cpu, events, nbytes = _operator(algo == "op_per_query", k, price, lookups, batch)
-                queries = KEYS * len(WINDOWS) * len(AGGS)
+        samples = measure_interleaved({a: functools.partial(_run, a, table, k, price, lookups, batch) for a in algos},
+                                      repeat, warmup=warm)
+        for algo, smp in samples.items():
+            f = smp.fields()
+            events, nbytes, queries = smp.values[smp.median_index()]
+            cpu = f["cpu_s_median"]
             held = KEYS * max(WINDOWS) * len(AGGS)
             results.append(Result(algo, cpu, n, extra={
                 "point": {"batch": batch}, "rate_per_s": n / cpu if cpu > 0 else None, "cpu_seconds": cpu,
                 "queries": queries, "events": events, "nbytes": nbytes,
                 "bytes_per_key_window_slot": nbytes / held,
-                "note": f"{n / cpu / 1e6:.2f}M el/s, {nbytes / 2**20:,.0f} MiB"}))
-            console.print(f"{algo} batch={batch}: {n / cpu:,.0f} elements/s (CPU), {events:,} events, "
-                          f"{nbytes / 2**20:,.1f} MiB, {queries:,} queries")
+                "note": f"{n / cpu / 1e6:.2f}M el/s, {nbytes / 2**20:,.0f} MiB", **f}))
+            lo, hi = f["cpu_s_range"]
+            console.print(f"{algo} batch={batch}: {n / cpu:,.0f} elements/s (CPU, median of {repeat}; "
+                          f"range {lo:.3g}-{hi:.3g} s), {events:,} events, {nbytes / 2**20:,.1f} MiB, {queries:,} queries")
     params = {"keys": KEYS, "windows": list(WINDOWS), "aggs": list(AGGS), "elements": n, "lookups_where": len(lookups),
-              "lookups_group_by": 10, "batches": list(batches)}
+              "lookups_group_by": 10, "batches": list(batches), "repeat": repeat}
     return params, results
 
 
@@ -185,11 +195,12 @@ def plot(doc: dict, path: Path) -> Path:
 
 
 def run_preset(scale: float | None = None, algos: list[str] | None = None, out: str | Path = "results/windows.json",
-               batches: list[int] | None = None, seed: int = 0, title: str = "", paper: str = "") -> dict:
+               batches: list[int] | None = None, seed: int = 0, title: str = "", paper: str = "",
+               repeat: int = 3) -> dict:
     scale = 0.2 if scale is None else float(scale)
     algos = list(algos or ALGOS)
     console = Console()
-    params, results = run_keyed(algos, scale, tuple(batches or (100_000,)), 0.0, seed, console)
+    params, results = run_keyed(algos, scale, tuple(batches or (100_000,)), 0.0, seed, console, repeat=repeat)
     params.update(scale=scale, seed=seed, title=title, paper=paper)
     doc = result_doc("windows", "keyed", params, results)
     out = Path(out)
