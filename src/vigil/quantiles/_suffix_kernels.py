@@ -26,9 +26,10 @@ union is next to the crossing). Its distance is <= delta*N + 1.
 Notify deadlines. After k more elements a fixed value's rank rises by at most k, the target by
 about phi*k and the bound e*N by e*k: a value with slack S_hi below the upper end of the allowed
 ranks and S_lo above the lower end stays valid for min(S_hi / (1 - phi - e), S_lo / (phi - e))
-more elements (:func:`_life`); a heap on these deadlines re-evaluates only the queries due (the
-held value is kept while it stays valid long enough, as in :mod:`._sliding_kernels`), and a new
-value is aimed where both sides last about as long.
+more elements (:func:`_life`); only the queries due are re-evaluated (the held value is kept
+while it stays valid long enough, as in :mod:`._sliding_kernels`), and a new value is aimed
+where both sides last about as long (the push loop, the deadline buckets and the exact young
+phase: :mod:`._suffix_notify`).
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ import math
 
 import numba
 import numpy as np
-
-from ._sliding_kernels import Q_DEAD as _SLIDING_Q_DEAD
 
 _NJ = {"cache": True, "nogil": True}
 _NI = {"cache": True, "nogil": True, "inline": "always"}
@@ -50,7 +49,6 @@ META_SIZE = 14
 S_OFF, S_LEN, S_CNT = range(3)
 # per-slot integer rows (qi): segment index at registration, element count at registration, deadline, on
 Q_K, Q_S0, Q_DEAD, Q_ON = range(4)
-assert Q_DEAD == _SLIDING_Q_DEAD  # the shared heap orders slots by this row of qi
 F_PHI, F_E, F_LAST, F_CV = range(4)  # F_CV: the value whose closed-segment counts qc caches
 C_K, C_LB, C_UB = range(3)  # qc rows: K at the cache, lower bound of #<=v, upper bound of #<v over [Q_K, C_K)
 MAXL = 48
