@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import jsonline, oprun, registry
+from . import jsonline, lookups, oprun, registry
 from .errors import HistoryRefused, Unsupported
 from .events import ERROR_COLUMN, seq_column
 from .group import Cols, Group, PerKey, Segment
@@ -280,6 +280,8 @@ class Engine:
             else:
                 new.append((at, self.arrival, op))
                 self.arrival += 1
+                if len(new) == 1 and lookups.queue_rest(self, parsed, k + 1, new):
+                    break
         if run:
             oprun.register_run(self, run, self.position)
         self.pending.add(new)
@@ -366,7 +368,7 @@ class Engine:
             for k, v in value:
                 self._emit("answer", qid, at, value=v, keys=list(k), asked_at=asked_at)
             return
-        self._emit("answer", qid, at, value=value, keys=keys, asked_at=asked_at)
+        self._emit("answer", qid, at, value=value, keys=lookups.as_list(keys), asked_at=asked_at)
 
     def _apply_pending(self, upto: int) -> None:
         self._apply_all(self.pending.take(self.pending.count_upto(upto)))

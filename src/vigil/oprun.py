@@ -24,6 +24,7 @@ one dict lookup per query instead of a pydantic model.
 from __future__ import annotations
 
 import gc
+import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import pairwise
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import jsonline, registry
+from . import jsonline, lookups, registry
 from .errors import HistoryRefused, Unsupported
 from .group import PerKey
 from .specs import fast_spec
@@ -98,6 +99,7 @@ def parse_ops(raws: list) -> list[tuple[dict, str | None]]:
 
 
 _ID_OPS = {k: OP_FIELDS[k] for k in ("lookup", "terminate")}
+_at, _first, _second = operator.itemgetter(0), operator.itemgetter(0), operator.itemgetter(1)
 
 
 def check_op(raw: Any) -> tuple[dict, str | None]:
@@ -269,6 +271,8 @@ def deferrable(eng, upto: int) -> int:
         if qid is None:  # an unknown id is rejected in its place
             return k
         key = where.get(qid)
+        if kind == "lookup" and not left and not looked:  # the rest of the run at once
+            return k + lookups.waiting(eng, k, upto, can_wait)
         if kind == "lookup":
             ok = can_wait.get(key)
             if ok is None:
@@ -328,11 +332,8 @@ def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, flo
     that feeds it none), and gets back the time of the segment's last row for judging the rows
     after the segment. The answers are emitted as columns, in the lookups' order, each after the
     elements up to its position (:meth:`vigil.outbox.Outbox.emit_answers`)."""
-    by_id, where, groups = eng.by_id, eng.where, eng.groups
-    qids = [by_id[op["id"]] for _, _, op in looks]
-    per: dict[str, list[int]] = {}  # group key -> indices of its lookups (ascending at)
-    for k, q in enumerate(qids):
-        per.setdefault(where[q], []).append(k)
+    groups = eng.groups
+    qids, per = lookups.by_group(eng, looks)
     answers: list[Any] = [None] * len(looks)
     pos0 = eng.position
     try:
@@ -343,12 +344,15 @@ def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, flo
                 t_end = g.t_last
                 g.t_last = t_pre[key]
             eng.position = looks[ks[-1]][0]
-            walk(eng, g, [looks[k][0] for k in ks], [qids[k] for k in ks], ks, answers)
+            if len(ks) == len(looks):  # one group (ks = every index)
+                walk(eng, g, list(map(_at, looks)), qids, ks, answers)
+            else:
+                walk(eng, g, [looks[k][0] for k in ks], [qids[k] for k in ks], ks, answers)
             if timed:
                 g.t_last = max(g.t_last, t_end)
     finally:
         eng.position = pos0
-    ats = [t[0] for t in looks]
+    ats = list(map(_at, looks))
     emit_answers(eng, ats, [None] * len(looks), qids, answers, ats)
 
 
@@ -372,6 +376,21 @@ def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) 
         cuts = np.searchsorted(seqs, [ats[i] for i in starts], side="right").tolist()
     fed = 0
     starts.append(len(ats))
+    if len(starts) > 2 and not g.follows_positions and hasattr(g, "push_lookup"):  # one operator call
+        if rows is None:
+            rs, ss = np.empty(0, np.int64), np.empty(0, np.int64)
+        else:
+            rs, ss = (rows, seqs) if every else (rows[vis], seqs[vis])
+        pos = np.asarray([ats[i] for i in starts[:-1]], np.int64)
+        got = g.push_lookup(eng._cols, rs, ss, np.searchsorted(ss, pos, side="right"), pos,
+                            np.asarray(starts, np.int64), qarr)
+        if got is not None:
+            if len(ks) == len(answers):  # ks = every index, in order
+                answers[:] = got
+            else:
+                for k, a in zip(ks, got, strict=True):
+                    answers[k] = a
+            return
     for c, (i, j) in enumerate(pairwise(starts)):
         if rows is not None and cuts[c] > fed:
             e = cuts[c]
@@ -399,9 +418,10 @@ def emit_answers(eng, ats: list[int], asked: list, qids: list[int], answers: lis
     (:class:`vigil.group.PerKey`) is one event per key, or one with an empty key list when no
     key has a value. Counts the lookups applied."""
     ids = eng.ids
-    values = [a[0] for a in answers]
+    values = list(map(_first, answers))
     if PerKey not in set(map(type, values)):  # one event per lookup: the columns at once
-        run = (list(map(ids.__getitem__, qids)), list(ats), values, [a[1] for a in answers], list(asked), list(pos))
+        run = (list(map(ids.__getitem__, qids)), list(ats), values, lookups.keys_column(list(map(_second, answers))),
+               list(asked), list(pos))
         eng.counts["ops_applied"] += len(qids)
         eng._out.emit_answers(run, eng.out_counts)
         return
@@ -421,7 +441,7 @@ def emit_answers(eng, ats: list[int], asked: list, qids: list[int], answers: lis
         r_id.append(ids[q])
         r_at.append(at)
         r_val.append(value)
-        r_keys.append(keys)
+        r_keys.append(lookups.as_list(keys))
         r_asked.append(ask)
         r_pos.append(p)
     eng.counts["ops_applied"] += len(qids)

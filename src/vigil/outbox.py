@@ -52,13 +52,15 @@ class Outbox:
             return 0
         cols = {"event": pa.array(["answer"] * k, pa.string()), "id": pa.array(ids, pa.string()),
                 "at": pa.array(at, pa.int64()), "value": pa.array(values, pa.float64()),
-                "keys": _nullable(keys, pa.list_(pa.string())), "asked_at": _nullable(asked, pa.int64())}
+                "keys": keys if isinstance(keys, pa.Array) else _nullable(keys, pa.list_(pa.string())),
+                "asked_at": _nullable(asked, pa.int64())}
         self.rows.append(pa.table([cols[f.name] if f.name in cols else pa.nulls(k, f.type) for f in OUTPUT_SCHEMA],
                                   schema=OUTPUT_SCHEMA))
         self.pos.extend(pos)
         out_counts["answer"] = out_counts.get("answer", 0) + k
         for col in run:
-            col.clear()
+            if type(col) is list:
+                col.clear()
         return k
 
     def _ops(self) -> pa.Table | None:

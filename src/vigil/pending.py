@@ -47,6 +47,11 @@ class Pending:
         items.sort(key=_order)  # two sorted runs: linear for timsort
         self._items, self._head = items, 0
 
+    def peek(self, i: int, j: int) -> list[Entry]:
+        """Entries i..j-1 (from the first), left in place."""
+        h = self._head
+        return self._items[h + i:h + min(j, len(self))]
+
     def take(self, k: int) -> list[Entry]:
         """Remove and return the first k entries."""
         h = self._head

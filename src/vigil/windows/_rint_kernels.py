@@ -7,7 +7,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._window_kernels import window_bounds
+from ._window_kernels import ring_write, window_bounds
 
 
 @numba.njit(cache=True, nogil=True)
@@ -62,3 +62,33 @@ def rint_lookup(qids, n, t_now, time_based, code, q_left, q_right, q_start, seqs
         e += p_lo[ib] - p_lo[ia]
         tot = s + e
         out[k] = tot / cnt if code == 2 else tot
+
+
+@numba.njit(cache=True, nogil=True)
+def rint_push_lookup(p_hi, p_lo, p_cnt, seqs, vals, mask, floor, m, last_seq, s_in, v_in, cuts, ns, starts, qids,
+                     code, q_left, q_right, q_start, out):
+    """Rows windows: elements ``s_in``/``v_in`` pushed in turn up to each lookup position ``c``
+    (the first ``cuts[c]`` of them, ``ns[c]`` its seq) and the queries ``qids[starts[c]:starts[c+1]]``
+    answered there, as ``push`` then ``rint_lookup`` per position would (the caller checks that no
+    push would have resized the rings). Returns (m, last_seq) after the last element pushed."""
+    half = (mask + 1) >> 1
+    fed = 0
+    for c in range(len(cuts)):
+        e = cuts[c]
+        if e > fed:
+            ring_write(seqs, seqs, vals, mask, m, s_in[fed:e], s_in[fed:e], v_in[fed:e], False)
+            rint_push(p_hi, p_lo, p_cnt, mask, m, v_in[fed:e])
+            m += e - fed
+            last_seq = s_in[e - 1]
+            fed = e
+        V = max(floor, m - half + 1, 1)
+        ends = starts[c + 1]
+        rint_lookup(qids[starts[c]:ends], ns[c], np.nan, False, code, q_left, q_right, q_start, seqs, seqs, mask,
+                    V, m, last_seq, p_hi, p_lo, p_cnt, out[starts[c]:ends])
+    if fed < len(v_in):
+        e = len(v_in)
+        ring_write(seqs, seqs, vals, mask, m, s_in[fed:e], s_in[fed:e], v_in[fed:e], False)
+        rint_push(p_hi, p_lo, p_cnt, mask, m, v_in[fed:e])
+        m += e - fed
+        last_seq = s_in[e - 1]
+    return m, last_seq

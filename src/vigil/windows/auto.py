@@ -129,6 +129,15 @@ class Auto(WindowOperator):
                 out[h] = self._sub(_SUBS[code]).lookup(q[h], n, t_now)
         return out
 
+    def push_lookup(self, values, seqs, cuts, ns, starts, qids) -> np.ndarray | None:
+        """Elements pushed up to each of several positions and queries answered there in one call
+        (:meth:`vigil.windows.rint.RInt.push_lookup`), when one structure serves every query and
+        can; else None."""
+        if len(self.subs) != 1:
+            return None
+        sub = next(iter(self.subs.values()))
+        return sub.push_lookup(values, seqs, cuts, ns, starts, qids) if hasattr(sub, "push_lookup") else None
+
     def nbytes(self) -> int:
         return sum(s.nbytes() for s in self.subs.values())
 

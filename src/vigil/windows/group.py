@@ -8,8 +8,10 @@ import math
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ..group import Codes, Group
+from ..lookups import KeyRanks
 from ..specs import SubstreamFilterSpec, WindowAggregateSpec
 
 
@@ -59,6 +61,19 @@ class WindowGroup(Group):
         v = self.op.lookup(qids, n, self.t_last)
         return [(None if math.isnan(x) else x, None) for x in v.tolist()]
 
+    def push_lookup(self, cols, rows, seqs, cuts, ns, starts, qids) -> list | None:
+        """Rows ``rows`` (seqs ``seqs``, visible ones) fed in turn up to each position ``ns[c]``
+        (the first ``cuts[c]``) and ``qids[starts[c]:starts[c + 1]]`` answered there, in one
+        operator call (``feed`` then ``lookup_many`` per position, as answers); None (nothing
+        done) when the operator cannot (time windows, several structures, a resize on the way)."""
+        push_lookup = getattr(self.op, "push_lookup", None)
+        if push_lookup is None or self.params["time_column"]:
+            return None
+        v = push_lookup(self.values(cols, rows), seqs, cuts, ns, starts, qids)
+        if v is None:
+            return None
+        return [(None if math.isnan(x) else x, None) for x in v.tolist()]
+
 
 
 
@@ -98,19 +113,20 @@ class SubstreamGroup(Group):
         t_now = self.engine._t_now(self.params["time_column"], n, self.t_last)
         got = self.op.lookup(qids, n, t_now)
         rank, texts = self._key_order()
-        # each answer's keys sorted by text: their codes' ranks sorted (no per-key Python compare)
-        return [(None, list(map(texts.__getitem__, np.sort(rank[codes]).tolist()))) for codes in got]
+        # each answer's keys sorted by text: their codes' ranks sorted (no per-key Python compare),
+        # kept as numbers until the answers are written as one column (vigil.lookups.KeyRanks)
+        return [(None, KeyRanks(np.sort(rank[codes]), texts)) for codes in got]
 
-    def _key_order(self) -> tuple[np.ndarray, list[str]]:
-        """(rank of each key code in text order, the key texts in that order), recomputed when keys
-        were added."""
+    def _key_order(self) -> tuple[np.ndarray, pa.Array]:
+        """(rank of each key code in text order, the key texts in that order as an Arrow array),
+        recomputed when keys were added."""
         vals = self.codes.values
         c = self.__dict__.get("_order")
         if c is None or c[0] != len(vals):
             order = sorted(range(len(vals)), key=vals.__getitem__)
             rank = np.empty(len(vals), np.int64)
             rank[order] = np.arange(len(vals))
-            c = self._order = (len(vals), rank, [vals[i] for i in order])
+            c = self._order = (len(vals), rank, pa.array([vals[i] for i in order], pa.string()))
         return c[1], c[2]
 
     def state(self):

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._rint_kernels import rint_lookup, rint_push
+from ._rint_kernels import rint_lookup, rint_push, rint_push_lookup
 from ._window_base import RingOperator
+from ._window_kernels import first_dead, seqs_increasing
 
 
 class RInt(RingOperator):
@@ -44,3 +45,27 @@ class RInt(RingOperator):
         rint_lookup(qids, n, t_now, self.time_based, self.code, self.q_left, self.q_right, self.q_start,
                     self.seqs, self.times, self.mask, self.V, self.m, self.last_seq,
                     self.p_hi, self.p_lo, self.p_cnt, out)
+
+    def push_lookup(self, values: np.ndarray, seqs: np.ndarray, cuts: np.ndarray, ns: np.ndarray,
+                    starts: np.ndarray, qids: np.ndarray) -> np.ndarray | None:
+        """Rows windows: the elements pushed in turn up to each position ``ns[c]`` (the first
+        ``cuts[c]`` of them) and the queries ``qids[starts[c]:starts[c + 1]]`` answered there, in
+        one kernel call: the answers of ``push`` then ``lookup`` per position. None (nothing done)
+        when one of those pushes would resize the rings (the caller then goes position by position)."""
+        k = len(values)
+        if self.time_based or self._dirty or (self.reach > self._room and self.m + k - self.p0min > self._room):
+            return None
+        v = np.ascontiguousarray(values, np.float64)
+        s = np.ascontiguousarray(seqs, np.int64)
+        if k and not seqs_increasing(s, self.last_seq if self.m else -(2**62)):
+            raise ValueError("seqs must be strictly increasing across pushes")
+        bad = first_dead(qids, self.q_alive)
+        if bad >= 0:
+            raise KeyError(f"qid {int(qids[bad])} is not registered")
+        out = np.empty(len(qids), np.float64)
+        m, last = rint_push_lookup(self.p_hi, self.p_lo, self.p_cnt, self.seqs, self.vals, self.mask, self.floor,
+                                   self.m, self.last_seq, s, v, cuts, ns, starts, qids, self.code, self.q_left,
+                                   self.q_right, self.q_start, out)
+        if k:
+            self.m, self.last_seq = int(m), int(last)
+        return out
