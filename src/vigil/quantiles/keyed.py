@@ -161,27 +161,35 @@ class KeyedQuantileGroup(Group):
             self.rank[slot] = q["rank"]
         self.slots[qid][code] = slot
 
-    def _new_key(self, text: str) -> int:
-        code = self.codes.encode(np.array([text], object))[0]
-        self.count = np.append(self.count, 0)
-        if code == 0 and type(self.impl(self.eps, self.params["rows"])) is Sliding:
+    def _new_keys(self, texts: list[str]) -> list[int]:
+        """Codes and operators of keys seen for the first time (each query gets a slot in each)."""
+        codes = self.codes.encode(np.array(texts, object)).tolist()
+        self.count = np.concatenate([self.count, np.zeros(len(codes), np.int64)])
+        if codes[0] == 0 and type(self.impl(self.eps, self.params["rows"])) is Sliding:
             self.sk = SlidingKeys(self.eps)
         if self.sk is None:
-            self.ops.append(self.impl(self.eps, self.params["rows"]))
-            for qid in self.q:
-                self._slot(qid, code, 0)
-            return code
+            for code in codes:
+                self.ops.append(self.impl(self.eps, self.params["rows"]))
+                for qid in self.q:
+                    self._slot(qid, code, 0)
+            return codes
         if self._tpl is None:  # registering every query in each new key's operator: once, then copies
             self._tpl = template(self.impl, self.eps, self.params["rows"],
                                  [(q["phi"], q["eps"], q["notify"] or q["alert"] is not None) for q in self.q.values()])
         qids = list(self.q)
-        slots = list(range(len(self.slot_q), len(self.slot_q) + len(qids)))
-        op = spawn(self._tpl, slots)
-        self.ops.append(op)
-        for qid, slot in zip(qids, slots, strict=True):
-            self._book(qid, code, slot, op, 0)
-        self.sk.add(op)
-        return code
+        s0, nq = len(self.slot_q), len(qids)
+        slots = [list(range(s0 + j * nq, s0 + (j + 1) * nq)) for j in range(len(codes))]
+        ops, blocks = spawn(self._tpl, slots)
+        for code, op, sl in zip(codes, ops, slots, strict=True):
+            self.ops.append(op)
+            for qid, slot in zip(qids, sl, strict=True):
+                self._book(qid, code, slot, op, 0)
+        if self.sk.st is None:  # the first key makes the typed list
+            self.sk.add(ops[0])
+            ops, blocks = ops[1:], {k: b[1:] for k, b in blocks.items()}
+        if ops:
+            self.sk.add_many(ops, blocks)
+        return codes
 
     def terminate(self, qid):
         self._look.pop(qid, None)
@@ -199,7 +207,7 @@ class KeyedQuantileGroup(Group):
         """The key code of each row (keys seen for the first time get their operator)."""
         if not self.by:
             if not self.ops:
-                self._new_key("")
+                self._new_keys([""])
             return np.zeros(len(rows), np.int64)
         parts = [_key_dict(cols, c) for c in self.by]
         comb, ncomb = _key_comb(cols, self.by, parts)
@@ -213,6 +221,7 @@ class KeyedQuantileGroup(Group):
         if not len(miss):
             return kc
         u, first = np.unique(comb[miss], return_index=True)
+        new: list[tuple[int, str]] = []
         for c, i in zip(u.tolist(), miss[first].tolist(), strict=True):
             if len(self.by) == 1:
                 text = parts[0][1][c - 1]
@@ -221,8 +230,14 @@ class KeyedQuantileGroup(Group):
                 text = _SEP.join(texts[idx[r]] for idx, texts in parts)
             code = self.codes.code.get(text)
             if code is None:
-                code = self._new_key(text)
-            known[c] = code
+                new.append((c, text))
+            else:
+                known[c] = code
+        if new:  # in the order of their combination numbers, as one by one
+            texts = list(dict.fromkeys(t for _, t in new))
+            code_of = dict(zip(texts, self._new_keys(texts), strict=True))
+            for c, t in new:
+                known[c] = code_of[t]
         return known[comb]
 
     def key_list(self, code: int) -> list[str]:
@@ -251,16 +266,26 @@ class KeyedQuantileGroup(Group):
         if not len(rows):
             return
         kc = self._row_codes(cols, rows)
-        # every key's values and positions as contiguous slices of two arrays (one pass, no copy per key)
-        order = np.argsort(kc, kind="stable")
-        ks = kc[order]
-        starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-        ucode = ks[starts]
-        bounds = np.r_[starts, len(ks)]
-        sizes = np.diff(bounds)
-        c0s = self.count[ucode]
-        xs = np.ascontiguousarray(x[order], np.float64)
-        local = np.arange(1, len(order) + 1, dtype=np.int64) - np.repeat(starts - c0s, sizes)
+        n = len(kc)
+        if not self.by:  # one substream: the rows as they come
+            order = None
+            ucode = np.zeros(1, np.int64)
+            bounds = np.array([0, n], np.int64)
+            sizes = bounds[1:]
+            c0s = self.count[:1].copy()
+            xs = np.ascontiguousarray(x, np.float64)
+            local = np.arange(c0s[0] + 1, c0s[0] + n + 1, dtype=np.int64)
+        else:
+            # every key's values and positions as contiguous slices of two arrays (one pass, no copy per key)
+            order = np.argsort(kc, kind="stable")
+            ks = kc[order]
+            bounds = np.concatenate(([0], np.flatnonzero(ks[1:] != ks[:-1]) + 1, [n]))
+            starts = bounds[:-1]
+            ucode = ks[starts]
+            sizes = np.diff(bounds)
+            c0s = self.count[ucode]
+            xs = np.ascontiguousarray(x[order], np.float64)
+            local = np.arange(1, n + 1, dtype=np.int64) - np.repeat(starts - c0s, sizes)
         ops = self.ops
         if self.sk is not None:
             for c in ucode[c0s == 0].tolist():
@@ -284,7 +309,7 @@ class KeyedQuantileGroup(Group):
             slot, o, val = (np.concatenate(a) for a in (out_s, out_o, out_v))
         if not len(slot):
             return
-        off = order[o]
+        off = o if order is None else order[o]
         qid = np.asarray(self.slot_q, np.int64)[slot]
         code = np.asarray(self.slot_k, np.int64)[slot]
         kr = self._text_rank()[code]

@@ -25,6 +25,8 @@ key's updates together).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 from numba.typed import List
@@ -84,6 +86,14 @@ def _new_list(meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, s
 @numba.njit(cache=True, nogil=True)
 def _append(st, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq):
     st.append((meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq))
+
+
+@numba.njit(cache=True, nogil=True)
+def _extend(st, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq):
+    """Append row j of every block, for each j (the keys' arrays made by :func:`spawn`)."""
+    for j in range(meta.shape[0]):
+        st.append((meta[j], ob[j], obs[j], blk[j], sv[j], si[j], mv[j], mi[j], mv2[j], mi2[j], qf[j], qi[j], heap[j],
+                   mat[j], sq[j]))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -224,26 +234,41 @@ def template(impl, eps: float, rows: int, queries: list[tuple[float, float, bool
     return op
 
 
-def spawn(tpl: Sliding, slots: list[int]) -> Sliding:
-    """A copy of :func:`template`'s operator whose i-th query is the group's slot ``slots[i]``:
-    the state registering each query in a new operator would give (its arrays copied, its
-    query table renamed), without the registrations' cost."""
-    op = Sliding.__new__(Sliding)
-    d = op.__dict__
+def spawn(tpl: Sliding, slots: list[list[int]]) -> tuple[list[Sliding], dict[str, np.ndarray]]:
+    """New keys' operators, copies of :func:`template`'s operator: the j-th one's i-th query is the
+    group's slot ``slots[j][i]``. The state registering each query in a new operator would give
+    (its arrays copied, its query table renamed), without the registrations' cost; the copies'
+    arrays are rows of one block per array (one copy for all the keys; an operator's array is
+    replaced when it grows, as any other). Returns the operators and the blocks (array name ->
+    block), for :meth:`SlidingKeys.add_many`."""
+    n = len(slots)
+    blocks: dict[str, np.ndarray] = {}
+    other: dict[str, Any] = {}
     for k, v in tpl.__dict__.items():
         if isinstance(v, np.ndarray):
-            v = v.copy()
-        elif isinstance(v, (dict, list, set)):
-            v = type(v)(v)
-        d[k] = v
-    op.out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))
-    op.q = {slots[i]: e for i, e in tpl.q.items()}
-    sq = op.slot_qid
-    live = sq >= 0
-    if live.any():
-        sq[live] = np.asarray(slots, np.int64)[sq[live]]
-    op._table = None
-    return op
+            b = blocks[k] = np.empty((n, *v.shape), v.dtype)
+            b[:] = v
+        else:
+            other[k] = v
+    out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))  # push's buffers (only read back)
+    sq = tpl.slot_qid
+    live = np.flatnonzero(sq >= 0)
+    ops = []
+    for j in range(n):
+        op = Sliding.__new__(Sliding)
+        d = op.__dict__
+        for k, v in other.items():
+            d[k] = type(v)(v) if isinstance(v, (dict, list, set)) else v
+        for k, b in blocks.items():
+            d[k] = b[j]
+        s = slots[j]
+        op.out = out
+        op.q = {s[i]: e for i, e in tpl.q.items()}
+        if len(live):
+            op.slot_qid[live] = np.asarray(s, np.int64)[sq[live]]
+        op._table = None
+        ops.append(op)
+    return ops, blocks
 
 
 class SlidingKeys:
@@ -271,6 +296,25 @@ class SlidingKeys:
         self.n += 1
         self.nlive[code] = op.nlive
         op._budget = 0  # its own push (if ever called) reserves room again: this driver does not keep its budget
+
+    def add_many(self, ops: list[Sliding], blocks: dict[str, np.ndarray]) -> None:
+        """The next codes' operators, made by :func:`spawn` (``blocks``: their arrays, one row
+        each): one compiled call for all."""
+        b = [blocks.get(name) for name in _NAMES]
+        if (self.st is None or any(x is None or x.dtype != (np.int64 if name in _INT else np.float64)
+                                   for name, x in zip(_NAMES, b, strict=True))):
+            for op in ops:
+                self.add(op)
+            return
+        n0, k = self.n, len(ops)
+        if n0 + k > len(self.nlive):
+            self.nlive = np.concatenate([self.nlive, np.zeros(max(n0 + k, 2 * len(self.nlive)) - len(self.nlive),
+                                                              np.int64)])
+        _extend(self.st, *b)
+        self.n += k
+        self.nlive[n0:n0 + k] = [op.nlive for op in ops]
+        for op in ops:
+            op._budget = 0
 
     def sync(self, code: int, op: Sliding) -> None:
         """Re-read key ``code``'s arrays and live notify count (after a registration, a
