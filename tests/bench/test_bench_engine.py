@@ -22,5 +22,6 @@ def test_engine_preset_small(tmp_path):
             e = rows[fam]["extra"]
             assert e["floor_outputs"] == e["engine_outputs"], fam
             assert len(e["cpu_s"]) == 2 and e["elements_per_s"] > 0
+            assert e["cpu_s_samples"] == e["cpu_s"] and e["warmed"] and e["repeat"] == 2
             assert e["operator_s"] + e["engine_s"] == pytest.approx(rows[fam]["seconds"])
     assert rows["all"]["extra"]["outputs"] == sum(rows[f]["extra"]["outputs"] for f in be.FAMILIES if f in rows)

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import engine_floor
-from .common import Result, png_path, result_doc, write_json
+from .common import Result, png_path, result_doc, sample_fields, write_json
 
 PRESETS = {"tour": {"elements": 20_000, "queries": 200}, "mixed": {"elements": 200_000, "queries": 2_000}}
 FAMILY = {"threshold": "threshold", "window_aggregate": "windows", "substream_filter": "substream",
@@ -215,6 +215,7 @@ def run_preset(preset: str, scale: float | None = None, out: Path = Path("result
             "queries": sum(x["op"] == "register" for x in o), "lookups": sum(x["op"] == "lookup" for x in o),
             "outputs": outputs[c].num_rows, "cpu_s": times[c], "elements_per_s": n / med if med > 0 else math.inf,
             "operator_s": med * op_time[c], "engine_s": med * (1 - op_time[c]),
+            **sample_fields(times[c], warmed=True),
         }
         if c != "all":
             fmed = statistics.median(floor_times[c])
