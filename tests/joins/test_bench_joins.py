@@ -18,7 +18,14 @@ def test_bench_presets_smoke(tmp_path, preset):
     doc = json.loads(out.read_text())
     assert doc["family"] == "joins" and doc["results"]
     assert out.with_suffix(".png").exists()
-    if preset != "fig11":
+    if preset == "fig11":  # every update-cost run: a warm-up, then 3 interleaved CPU samples
+        for r in (r for r in doc["results"] if "cpu_s_samples" in r["extra"]):
+            e = r["extra"]
+            assert e["warmed"] and e["repeat"] == 3 == len(e["us_per_update_samples"])
+            assert min(e["us_per_update_samples"]) <= r["per_op_us"] * 1.0001 and \
+                r["per_op_us"] <= max(e["us_per_update_samples"]) * 1.0001
+        assert sum("cpu_s_samples" in r["extra"] for r in doc["results"]) >= 2
+    else:
         for r in doc["results"]:  # several interleaved CPU-timed samples per cell: median within the range
             e = r["extra"]
             assert e["samples"] >= 1 and e["us_per_tuple_range"][0] <= r["per_op_us"] <= e["us_per_tuple_range"][1]
