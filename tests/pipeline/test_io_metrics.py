@@ -35,6 +35,8 @@ def test_sharded_metrics_count_driver_and_durable_bytes(tmp_path):
         # the driver's snapshot (routing table) + the shards' logged inputs (and their snapshots
         # now and then); no manifest: batches handed in directly
         assert m["state_bytes_written"] > m["snapshot_bytes"] > 0
+        # each of the 4 shards' own seconds, and the driver's merge of their outputs
+        assert len(m["shard_task_s"]) == 4 and all(x > 0 for x in m["shard_task_s"]) and m["merge_s"] > 0
 
 
 def test_sharded_driver_bytes_do_not_grow_with_the_queries(tmp_path):

@@ -185,6 +185,11 @@ class BaseProcessor:
             "shard_restores": io.get("restores", 0),
             "shard_replayed": io.get("replayed", 0),
             "shard_restore_s": io.get("restore_s", 0.0),
+            # sharded mode: seconds each shard's tasks took inside their worker (by shard), and the
+            # driver's merge of their outputs: the rest of the shard job is Spark's scheduling and
+            # the results' transfer
+            "shard_task_s": [round(v, 4) for _, v in sorted(io.get("task_s", {}).items())],
+            "merge_s": io.get("merge_s", 0.0),
             "elements_per_s": d.get("rows_in", 0) / latency if latency > 0 else 0.0,
             "time": time.time(),
         }

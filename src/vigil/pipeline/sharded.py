@@ -397,7 +397,10 @@ class ShardedProcessor(BaseProcessor):
         io = self.io(self._cur)
         io["in"] += _nbytes(results)
         io["durable"] += sum(r[2] for r in results)
-        for r in results:  # shard engines restored from the durable log instead of the live one
+        task_s = io.setdefault("task_s", {})  # each shard task's own seconds in its worker
+        for r in results:  # ... and shard engines restored from the durable log, not the live one
+            if isinstance(r[4], dict):
+                task_s[r[0]] = task_s.get(r[0], 0.0) + r[4]["s"]
             if isinstance(r[4], dict) and r[4]["replayed"] >= 0:
                 io["restores"] = io.get("restores", 0) + 1
                 io["replayed"] = io.get("replayed", 0) + r[4]["replayed"]
@@ -582,7 +585,9 @@ class ShardedProcessor(BaseProcessor):
 
     def merge(self, results: list[tuple], driver_events: list[dict], st: dict) -> tuple[pa.Table, dict]:
         """Shard outputs + driver events -> one batch output (:func:`.shard_merge.merge_outputs`)."""
+        t0, io = time.perf_counter(), self.io(self._cur)
         out, c, self.alive = merge_outputs(results, driver_events, st, self.S)
+        io["merge_s"] = io.get("merge_s", 0.0) + time.perf_counter() - t0
         return out, c
 
     def finish(self) -> dict[str, Any]:
