@@ -15,7 +15,7 @@ def _per_query(eng) -> dict[str, int]:
     per: dict[str, int] = {}
     for key in eng.where.values():
         fam, params = json.loads(key)
-        if fam in ("substream", "quantiles") or (fam == "joins" and params.get("kind") != "band"):
+        if fam == "substream" or (fam == "joins" and params.get("kind") != "band"):
             fam = "shared:" + fam
         per[fam] = per.get(fam, 0) + 1
     return per

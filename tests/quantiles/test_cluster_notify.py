@@ -181,13 +181,20 @@ def test_checker_rejects_wrong_cluster_events():
         check_quantile_updates(log, bad)
 
 
-def test_sharded_mode_rejects_cluster_notify():
-    eng = Engine({"quantiles": "casu"}, 0.02, "pairs", columns={"v"})
-    eng.partial = Partial(own={"seq": np.ones(3, bool)})
-    eng.add_operations([{"op": "register", "at": 0, "query": {"type": "quantile", "id": "a", "column": "v", "phi": 0.5,
-                                                              "epsilon": 0.1, "notify": "cluster"}}])
-    rows = output_rows(eng.process(pa.table({"v": pa.array([1, 2, 3])})))
-    assert rows and rows[0]["event"] == "rejected" and "sharded" in rows[0]["reason"], rows
+def test_sharded_home_shard_serves_cluster_notify_as_one_engine():
+    """A shard engine (Engine.partial set; a column's quantile queries live on one home shard that
+    receives every element) serves cluster notify queries with the events of one engine."""
+    x = pa.table({"v": pa.array(np.random.default_rng(3).normal(size=400))})
+    reg = [{"op": "register", "at": 0, "query": {"type": "quantile", "id": f"q{i}", "column": "v", "phi": phi,
+                                                 "epsilon": 0.1, "notify": "cluster"}}
+           for i, phi in enumerate((0.5, 0.52, 0.9))]
+    outs = []
+    for partial in (None, Partial()):
+        eng = Engine({"quantiles": "casu"}, 0.02, "pairs", columns={"v"})
+        eng.partial = partial
+        eng.add_operations(reg)
+        outs.append(output_rows(eng.process(x)))
+    assert outs[0] == outs[1] and {r["event"] for r in outs[0]} >= {"cluster", "cluster_update"}
 
 
 def test_operator_cluster_mode_walks_no_member_and_answers_in_o1():
