@@ -24,7 +24,7 @@ QuantileOperator protocol (one instance per (column, rows window or None)):
                                        # operator has notify queries)
     op.lookup(qids, n) -> float64[k]   # answers after element n; NaN when the window is empty
                                        # (a notify query: its maintained value)
-    op.summary(qid, n) -> float64[m]   # the query's mergeable summary after element n (sharded mode)
+    op.summary(qid, n) -> float64[m]   # the query's mergeable summary after element n (rank queries)
     op.cluster_events() -> ((qids, offsets, clusters), (clusters, offsets, values))
                                        # notify="cluster": the last push's membership events and
                                        # cluster updates (push then returns no per-query update)
@@ -32,10 +32,10 @@ QuantileOperator protocol (one instance per (column, rows window or None)):
 Window after element n, for a query registered at start: the pushed elements with seq > start
 (rows None) or those with seq in [max(start+1, n-rows+1), n] (rows: the operator's, or the
 query's own W for a ``per_query_rows`` operator).
-Mergeable summaries (sharded mode, :mod:`vigil.pipeline.sharded`): when the elements are
-partitioned over several operators (one per shard, by seq), each shard's ``summary(qid, n)`` covers
-its part of the query's window; :func:`merge_summaries` combines the parts on the driver and
-:func:`answer_from_summary` answers. The oracle's summary is its sorted window values (exact);
+Mergeable summaries: when the elements are partitioned over several operators (e.g. by seq),
+each one's ``summary(qid, n)`` covers its part of the query's window; :func:`merge_summaries`
+combines the parts and :func:`answer_from_summary` answers (the rows-window structures combine
+their blocks this way; rank queries read a summary). The oracle's summary is its sorted window values (exact);
 the GK-based operators return weighted tuples, float64 (m, 3) rows (v, r-, r+), and
 merge_summaries merges both kinds (bound: see its docstring).
 Notify updates: a notify query gets an update at its first element (the first pushed element

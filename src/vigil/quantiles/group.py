@@ -275,9 +275,6 @@ class QuantileGroup(Group):
                     out[i] = self.rank_push.value(q)
         return [(None if math.isnan(x) else x, None) for x in out.tolist()]
 
-    def summary(self, qid: int, n: int) -> np.ndarray:
-        return self.op.summary(qid, n)
-
     def state(self) -> dict[str, Any]:
         return {**super().state(), "fresh": np.array(sorted(self.fresh), np.int64),
                 "notify": np.array(sorted(self.notify), np.int64), "fed": -2**63 if self.fed is None else self.fed,
