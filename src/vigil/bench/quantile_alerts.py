@@ -15,12 +15,14 @@ machines on its updates (``alerts``: alert / clear events, :mod:`vigil.quantiles
 ``exact_crossings``: the crossings of the exact quantile computed with the same machines (a
 compiled order-statistic pass per phi and one pass per distinct alert), ``alert_events`` /
 ``exact_crossings`` is the target ratio (within 2x). Each run is repeated (``repeats``, default 3,
-interleaved, after an untimed run on a small input) and the fastest kept; every run's CPU seconds
-are in ``extra.cpu_s_samples`` (with ``cpu_s_median``, ``cpu_s_range``).
+interleaved, after an untimed run on a small input: :func:`.common.measure_interleaved`) and the
+median CPU seconds reported (``seconds``), with every run's CPU seconds in ``extra.cpu_s_samples``
+(``cpu_s_median``, ``cpu_s_range``, ``warmed``; the fastest in ``fastest_s``).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .common import Result, png_path, print_table, result_doc, sample_fields, write_json
+from .common import Result, Timed, measure_interleaved, png_path, print_table, result_doc, write_json
 
 EPS_Q = 0.01
 DISTINCT = 200
@@ -118,21 +120,29 @@ def workload(n: int, nq: int, seed: int = 0):
     return x, which, t_phi, t_kind, t_x, t_r, exact
 
 
-def run(algo: str, x, phi, eps_q, alerts, batch: int) -> tuple[float, int, int]:
+def run(algo: str, x, phi, eps_q, alerts, batch: int) -> Timed:
+    """The operator over ``x`` with the queries registered (untimed): CPU and wall seconds of the
+    element loop, value (updates, alert events)."""
     from .. import registry
 
     op = registry.resolve("quantiles", algo)(0.005, None)
     qids = np.arange(len(phi), dtype=np.int64)
     op.register_many(qids, phi, eps_q, 0, notify=True)
     updates = events = 0
-    t0 = time.process_time()
+    t0, w0 = time.process_time(), time.perf_counter()
     for a in range(0, len(x), batch):
         q, o, v = op.push(x[a:a + batch], np.arange(a + 1, min(a + batch, len(x)) + 1, dtype=np.int64))
         updates += len(q)
         if alerts is not None:
             _, pos, _ = alerts.filter(q, v)
             events += len(pos)
-    return time.process_time() - t0, updates, events
+    return Timed(time.process_time() - t0, time.perf_counter() - w0, (updates, events))
+
+
+def _run_alerts(algo: str, x, phi, eps_q, state, batch: int) -> Timed:
+    from ..quantiles.alerts import Alerts
+
+    return run(algo, x, phi, eps_q, Alerts.from_state(state), batch)
 
 
 def run_alerts_preset(scale: float | None = None, algos: list[str] | None = None,
@@ -153,21 +163,23 @@ def run_alerts_preset(scale: float | None = None, algos: list[str] | None = None
         al = Alerts()
         for q, w in enumerate(which.tolist()):
             al.set(q, int(t_kind[w]), float(t_x[w]), float(t_r[w]))
-        run(algo, x[:20_000], phi[:1000], eps_q[:1000], Alerts.from_state(al.state()), batch)  # compile
-        cpu_n: list[float] = []
-        cpu_a: list[float] = []
-        for _ in range(repeats):  # interleaved, the fastest of each (a shared machine)
-            s_n, upd_n, _ = run(algo, x, phi, eps_q, None, batch)
-            s_a, upd_a, ev = run(algo, x, phi, eps_q, Alerts.from_state(al.state()), batch)
-            cpu_n.append(s_n)
-            cpu_a.append(s_a)
-        sec_n, sec_a = min(cpu_n), min(cpu_a)
+        small = (x[:20_000], phi[:1000], eps_q[:1000])  # the warm-up: the same kernels on a small input
+        st = al.state()  # each alerts run starts from fresh machines
+        smp = measure_interleaved(
+            {"notify": functools.partial(run, algo, x, phi, eps_q, None, batch),
+             "alerts": functools.partial(_run_alerts, algo, x, phi, eps_q, st, batch)}, repeats,
+            warmup={"notify": functools.partial(run, algo, *small, None, batch),
+                    "alerts": functools.partial(_run_alerts, algo, *small, st, batch)})
+        cpu_n, cpu_a = smp["notify"], smp["alerts"]
+        upd_n, _ = cpu_n.values[cpu_n.median_index()]
+        upd_a, ev = cpu_a.values[cpu_a.median_index()]
+        sec_n, sec_a = cpu_n.fields()["cpu_s_median"], cpu_a.fields()["cpu_s_median"]
         results.append(Result(f"{algo}:notify", sec_n, n, extra={"queries": nq, "update_events": upd_n,
-                                                                 **sample_fields(cpu_n, None, warmed=True)}))
+                                                                 **cpu_n.fields(), "fastest_s": min(cpu_n.cpu)}))
         results.append(Result(f"{algo}:alerts", sec_a, n, extra={
             "queries": nq, "alert_events": ev, "exact_crossings": exact_total,
             "ratio_events_to_exact": ev / max(1, exact_total), "updates_seen": upd_a,
-            "vs_notify": sec_a / sec_n, "exact_seconds": exact_s, **sample_fields(cpu_a, None, warmed=True)}))
+            "vs_notify": sec_a / sec_n, "exact_seconds": exact_s, **cpu_a.fields(), "fastest_s": min(cpu_a.cpu)}))
     params = {"scale": f, "elements": n, "queries": nq, "distinct_alerts": DISTINCT, "eps_q": EPS_Q,
               "summary_eps": 0.005, "band": BAND, "batch": batch, "repeats": repeats}
     doc = result_doc("quantiles", "alerts", params, results)

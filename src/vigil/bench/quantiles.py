@@ -407,17 +407,17 @@ def run_sliding(x: np.ndarray, window: int, eps: float, n_queries: int, batch: i
     return res
 
 
-def _run_peers_preset(preset: str, scale: float | None, out: str | Path, seed: int) -> dict[str, Any]:
+def _run_peers_preset(preset: str, scale: float | None, out: str | Path, seed: int, repeat: int = 3) -> dict[str, Any]:
     from .quantiles_peers import plot_peers, run_clustered_preset, run_matched_preset
 
     f = 0.05 if scale is None else float(scale)
     if preset == "clustered":
-        results = run_clustered_preset(f, seed, EPS, lambda x, phi, eq: run_processing(
-            "casu", x, phi, eq, summary_s=summary_seconds(x, EPS), notify="cluster", clock=time.process_time))
-        params = {"scale": f, "eps": EPS, "elements": int(2_000_000 * f), "queries": max(1000, int(1_000_000 * f))}
+        results = run_clustered_preset(f, seed, EPS, lambda x, phi, eq, s: run_processing(
+            "casu", x, phi, eq, summary_s=s, notify="cluster"), lambda x: summary_seconds(x, EPS), repeat)
+        params = {"scale": f, "eps": EPS, "repeat": repeat, "elements": int(2_000_000 * f), "queries": max(1000, int(1_000_000 * f))}
     else:
-        results = run_matched_preset(f, seed)
-        params = {"scale": f, "elements": int(5_000_000 * f), "target": "GK's observed worst rank error at eps 0.005"}
+        results = run_matched_preset(f, seed, repeat)
+        params = {"scale": f, "elements": int(5_000_000 * f), "repeat": repeat, "target": "GK's observed worst rank error at eps 0.005"}
     doc = result_doc("quantiles", preset, params, results)
     p = write_json(out, doc)
     print_table(doc, reference=results[0].algo)
@@ -448,17 +448,17 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
 
         return run_alerts_preset(scale, algos, out, seed, repeats=repeat)
     if preset in ("clustered", "matched"):  # the peers in their strongest form: bench/quantiles_peers.py
-        return _run_peers_preset(preset, scale, out, seed)
+        return _run_peers_preset(preset, scale, out, seed, repeat)
     if preset == "spark":  # Spark SQL's percentile_approx as a peer: bench/quantiles_spark.py
         from .quantiles_spark import run_spark_preset
 
-        return run_spark_preset(scale, out, seed)
+        return run_spark_preset(scale, out, seed, repeat)
     if preset in ("fig7", "fig15", "eager"):  # the figures added last: bench/quantiles_paper.py
         return run_paper(preset, scale, out, seed, notify, repeat=repeat)
     if preset in ("sliding", "registered"):  # the user's path: bench/quantiles_user.py
         from .quantiles_user import run_user_preset
 
-        return run_user_preset(preset, scale, out, seed)
+        return run_user_preset(preset, scale, out, seed, repeat)
     f = 0.1 if scale is None else float(scale)
     n_q = max(1000, int(2_000_000 * f))
     results: list[Result] = []

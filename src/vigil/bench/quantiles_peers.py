@@ -13,17 +13,22 @@
   GK shows at eps = 0.005, then CPU per element and serialized size side by side, and the relative
   rank error near the top tail (phi in [0.9, 0.9999]: rank error / (N - rank + 1), what REQ in
   high-rank-accuracy mode bounds) beside the additive error.
+
+Timing (both): an untimed warm-up run each, then ``repeat`` runs interleaved (A B C A B C ...,
+:func:`.common.measure_interleaved`), process CPU; ``seconds`` is the median, every sample is in
+``extra.cpu_s_samples`` (``cpu_s_median``, ``cpu_s_range``, ``wall_s_*``, ``repeat``, ``warmed``).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 import numpy as np
 
 from ..workloads.quantiles import data_stream, query_set
-from .common import Result
+from .common import Result, Timed, measure_interleaved
 
 EVERY = 1000
 KLL_K = 200
@@ -73,7 +78,7 @@ def run_kll_peer(x: np.ndarray, phi: np.ndarray, eq: np.ndarray, cluster: np.nda
     rng = np.random.default_rng(seed)
     qs = np.sort(rng.choice(len(phi), min(len(phi), MAX_CHECK_QUERIES), replace=False))
     fails = {"fresh": [0, 0, 0, 0], "stale": [0, 0, 0, 0]}  # failed pairs, pairs, failed positions, positions
-    t0 = time.process_time()
+    t0, w0 = time.process_time(), time.perf_counter()
     for i, p in enumerate(range(0, len(x), every)):
         sk.update(x[p:p + every])
         ans = np.asarray(sk.get_quantiles(ask))
@@ -103,34 +108,66 @@ def run_kll_peer(x: np.ndarray, phi: np.ndarray, eq: np.ndarray, cluster: np.nda
         return secs, {f"{kind}_{name}": v for kind, f in fails.items()
                       for name, v in (("pair_fail_frac", f[0] / max(1, f[1])), ("position_fail_frac", f[2] / max(1, f[3])),
                                       ("pairs", f[1]), ("positions", f[3]))}
-    return secs, {"messages": messages, "answered_per_recompute": len(ask), "k": k, "every": every}
+    return secs, {"messages": messages, "answered_per_recompute": len(ask), "k": k, "every": every,
+                  "wall_seconds": time.perf_counter() - w0}
 
 
-def run_clustered_preset(f: float, seed: int, eps: float, run_casu,
+def _kll_timed(*args, **kw) -> Timed:
+    secs, extra = run_kll_peer(*args, **kw)
+    return Timed(secs, extra["wall_seconds"], extra)
+
+
+def _casu_timed(run_casu, *args) -> Timed:
+    r = run_casu(*args)
+    return Timed(r.extra["cpu_seconds"], r.seconds, r)
+
+
+def run_clustered_preset(f: float, seed: int, eps: float, run_casu, summary=None, repeat: int = 3,
                          streams: tuple[str, ...] = ("uniform", "semisort"),
                          kinds: tuple[str, ...] = ("kll_reanswer", "kll_clustered", "kll_clustered_k")) -> list[Result]:
-    """``run_casu(x, phi, eq)``: casu:cluster's Result on the same input (CPU seconds; passed in by
-    :mod:`.quantiles`, which this module does not import)."""
+    """``run_casu(x, phi, eq, summary_s)``: casu:cluster's Result on the same input (wall seconds,
+    CPU in ``extra.cpu_seconds``; passed in by :mod:`.quantiles`, which this module does not import),
+    ``summary(x)``: the summary's seconds on ``x`` (None: not measured). casu and every peer run once
+    untimed on a small input (20,000 elements, 500 queries), then ``repeat`` times interleaved
+    (:func:`.common.measure_interleaved`); the median CPU seconds are reported, with every sample."""
     n_x, nq = int(2_000_000 * f), max(1000, int(1_000_000 * f))
     phi, eq = query_set(nq, "uniform", (0.005, 0.02), seed + 1)
     cluster, rep = casu_clusters(phi, eq, eps)
+    sq = min(500, nq)
+    cl_s, rep_s = casu_clusters(phi[:sq], eq[:sq], eps)
     out: list[Result] = []
     for kind in streams:
         x = data_stream(kind, n_x, seed)
-        r = run_casu(x, phi, eq)
+        sm = x[:20_000]
+        sum_s = summary(x) if summary is not None else None
+        runs = {"casu": functools.partial(_casu_timed, run_casu, x, phi, eq, sum_s)}
+        warm = {"casu": functools.partial(_casu_timed, run_casu, sm, phi[:sq], eq[:sq], 1.0)}
+        for peer in kinds:
+            cl = None if peer == "kll_reanswer" else cluster
+            k = KLL_K_FINE if peer == "kll_clustered_k" else KLL_K
+            runs[peer] = functools.partial(_kll_timed, x, phi, eq, cl, rep, k)
+            warm[peer] = functools.partial(_kll_timed, sm, phi[:sq], eq[:sq], None if cl is None else cl_s, rep_s, k)
+        smp = measure_interleaved(runs, repeat, warmup=warm)
+        fields = {name: sm_.fields() for name, sm_ in smp.items()}
+        c = smp["casu"]
+        r = c.values[c.median_index()]
+        casu_s = fields["casu"]["cpu_s_median"]
         r.algo = f"casu:cluster/{kind}"
-        r.extra.update(stream=kind, clock="process_time")
+        r.seconds, r.per_op_us = casu_s, casu_s / n_x * 1e6
+        r.extra.update(stream=kind, clock="process_time", elements_per_s=n_x / casu_s, **fields["casu"])
         r.extra.pop("curve", None)
         out.append(r)
         for peer in kinds:
             cl = None if peer == "kll_reanswer" else cluster
             k = KLL_K_FINE if peer == "kll_clustered_k" else KLL_K
-            secs, extra = run_kll_peer(x, phi, eq, cl, rep, k)
+            ps = smp[peer]
+            secs = fields[peer]["cpu_s_median"]
             _, chk = run_kll_peer(x, phi, eq, cl, rep, k, check=True, seed=seed)
-            res = Result(f"{peer}/{kind}", secs, n_x, extra={**extra, **chk, "stream": kind, "queries": nq,
-                                                             "clusters": int(rep.size), "clock": "process_time",
-                                                             "elements_per_s": n_x / secs})
-            res.extra["casu_speedup"] = secs / r.seconds  # the peer's CPU over casu's, same run and input
+            res = Result(f"{peer}/{kind}", secs, n_x, extra={**ps.values[ps.median_index()], **chk, "stream": kind,
+                                                             "queries": nq, "clusters": int(rep.size),
+                                                             "clock": "process_time", "elements_per_s": n_x / secs,
+                                                             **fields[peer]})
+            res.extra["casu_speedup"] = secs / casu_s  # the peer's CPU over casu's, medians of the same runs
             out.append(res)
     return out
 
@@ -203,21 +240,27 @@ def run_matched_preset(f: float, seed: int, repeat: int = 3) -> list[Result]:
     _build("gk", 0.005, x[:1000])  # compile the kernels outside the timing
     target = None
     out: list[Result] = []
+    tuned = {}
     for name, grid in GRIDS.items():
         tries = 1 if name in ("gk", "tdigest") else repeat  # deterministic ones once
         tried = [(_score(name, prm, x, srt, phis, tries)[0], prm) for prm in grid]
         if target is None:
             target = tried[0][0]
         _, prm = min(tried, key=lambda e: abs(np.log(max(e[0], 1e-12) / target)))
-        err, errs, cpu, rels, size = _score(name, prm, x, srt, phis, repeat)
+        tuned[name] = (prm, tried, _score(name, prm, x, srt, phis, repeat))
+    # CPU of each tuned sketch's build: an untimed build each, then `repeat` builds interleaved
+    smp = measure_interleaved({nm: functools.partial(_build, nm, prm, x) for nm, (prm, _, _) in tuned.items()}, repeat)
+    for name, (prm, tried, (err, errs, _, rels, size)) in tuned.items():
         rel = np.vstack(rels)
-        out.append(Result(name, min(cpu), n_x, extra={
+        fl = smp[name].fields()
+        med = fl["cpu_s_median"]
+        out.append(Result(name, med, n_x, extra={
             "param": prm, "param_name": "eps" if name == "gk" else ("max_centroids" if name == "tdigest" else "k"),
             "max_rank_error": err, "max_rank_error_runs": errs, "target": target, "vs_target": err / target,
-            "space_bytes": size, "elements_per_s": n_x / min(cpu), "cpu_runs": cpu,
+            "space_bytes": size, "elements_per_s": n_x / med, "cpu_runs": fl["cpu_s_samples"],
             "tail_max_rel_error": float(np.median(rel.max(axis=1))),
             "tail_median_rel_error": float(np.median(np.median(rel, axis=1))),
-            "tuning": [{"param": p, "max_rank_error": e} for e, p in tried], "clock": "process_time"}))
+            "tuning": [{"param": p, "max_rank_error": e} for e, p in tried], "clock": "process_time", **fl}))
     return out
 
 

@@ -28,7 +28,9 @@ element; their values read at the checkpoints).
 
 Timing: the Spark session start and the table load (createDataFrame + cache + count) are timed
 apart (wall). Every engine runs once untimed first (numba compiles, the JVM's JIT warms), then
-``repeat`` times interleaved; the fastest is kept. Spark is measured in wall seconds and in CPU
+``repeat`` times interleaved (:func:`.common.measure_interleaved`); the median is reported, with
+every sample and the range (``cpu_s_samples``, ``cpu_s_median``, ``cpu_s_range``, ``wall_s_*``) and
+the fastest (``fastest_cpu_s``). Spark is measured in wall seconds and in CPU
 seconds of the JVM (``/proc/<pid>/stat``, every thread of the driver and its local executors) plus
 this process; vigil in wall and process CPU. Error: the worst distance of an answer's rank interval
 from max(1, ceil(phi N)), over every (phi, checkpoint), divided by N, against the exact answer.
@@ -36,6 +38,7 @@ from max(1, ceil(phi N)), over every (phi, checkpoint), divided by N, against th
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
@@ -44,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..workloads.quantiles import data_stream, query_set
-from .common import Result, png_path, print_table, result_doc, write_json
+from .common import Result, Timed, measure_interleaved, png_path, print_table, result_doc, write_json
 
 EPS = 0.005
 PHIS = 200
@@ -131,6 +134,13 @@ def run_vigil(algo: str, x: np.ndarray, phis: np.ndarray, cps: list[int], eps: f
     return time.perf_counter() - t0, time.process_time() - p0, ans
 
 
+def _timed(fn, *args) -> Timed:
+    """``fn(*args)`` -> (wall, cpu, answers) as a :class:`.common.Timed` (its own clocks: Spark's CPU
+    includes the JVM's)."""
+    wall, cpu, ans = fn(*args)
+    return Timed(cpu, wall, ans)
+
+
 def run_spark_preset(scale: float | None, out: str | Path, seed: int = 0, repeat: int = 3,
                      streams: tuple[str, ...] = ("uniform", "semisort"), forms: tuple[str, ...] = FORMS,
                      n_phis: int = PHIS, spark=None) -> dict[str, Any]:
@@ -157,26 +167,23 @@ def run_spark_preset(scale: float | None, out: str | Path, seed: int = 0, repeat
         df.count()
         df.createOrReplaceTempView("stream")
         load_s = time.perf_counter() - t0
-        runs: dict[str, list[tuple[float, float, np.ndarray]]] = {}
-        engines = {a: (lambda a=a, x=x: run_vigil(a, x, phis, cps, EPS)) for a in ("gk", "casu:cluster")}
-        engines.update({fm: (lambda fm=fm: run_spark(spark, fm, phis, cps, EPS)) for fm in forms})
-        for fn in engines.values():  # untimed warm-up: numba compiles, the JVM's JIT
-            fn()
-        for _ in range(repeat):
-            for k, fn in engines.items():
-                runs.setdefault(k, []).append(fn())
+        engines = {a: functools.partial(_timed, run_vigil, a, x, phis, cps, EPS) for a in ("gk", "casu:cluster")}
+        engines.update({fm: functools.partial(_timed, run_spark, spark, fm, phis, cps, EPS) for fm in forms})
+        # an untimed warm-up call each (numba compiles, the JVM's JIT), then `repeat` runs interleaved
+        runs = measure_interleaved(engines, repeat)
         df.unpersist()
-        cpu_ref = {a: min(r[1] for r in runs[a]) for a in ("gk", "casu:cluster")}
-        wall_ref = {a: min(r[0] for r in runs[a]) for a in ("gk", "casu:cluster")}
+        med = {k: s.fields() for k, s in runs.items()}
+        cpu_ref = {a: med[a]["cpu_s_median"] for a in ("gk", "casu:cluster")}
+        wall_ref = {a: med[a]["wall_s_median"] for a in ("gk", "casu:cluster")}
         for k, rs in runs.items():
-            err = rank_errors(x, cps, rs[0][2], phis)
-            cpu = min(r[1] for r in rs)
-            wall = min(r[0] for r in rs)
+            err = rank_errors(x, cps, rs.values[0], phis)
+            cpu, wall = med[k]["cpu_s_median"], med[k]["wall_s_median"]
             bound = EPS if k != "spark_kll" else None  # rank error <= eps N + 1 (KLL: probabilistic)
             ex: dict[str, Any] = {
                 "stream": kind, "engine": "spark" if k.startswith("spark") else "vigil",
-                "wall_seconds": wall, "wall_range": [wall, max(r[0] for r in rs)],
-                "cpu_seconds": cpu, "cpu_range": [cpu, max(r[1] for r in rs)], "clock": "cpu (spark: JVM + driver)",
+                "wall_seconds": wall, "wall_range": med[k]["wall_s_range"], "cpu_seconds": cpu,
+                "cpu_range": med[k]["cpu_s_range"], "fastest_cpu_s": min(rs.cpu), "fastest_wall_s": min(rs.wall),
+                **med[k], "clock": "cpu (spark: JVM + driver)",
                 "max_rank_error": float(err.max()), "mean_rank_error": float(err.mean()),
                 "bound": bound, "within_bound": None if bound is None else bool(np.all(
                     err * np.array(cps)[:, None] <= EPS * np.array(cps)[:, None] + 1 + 1e-9)),
@@ -192,7 +199,7 @@ def run_spark_preset(scale: float | None, out: str | Path, seed: int = 0, repeat
             results.append(Result(f"{k}/{kind}", cpu, len(x), extra=ex))
     params = {"scale": f, "elements": cps[-1], "checkpoints": cps, "phis": n_phis, "eps": EPS, "repeat": repeat,
               "master": "local[2]", "session_start_seconds": session_s,
-              "spark_version": spark.version, "seconds": "CPU (Spark: JVM + driver process), fastest of repeat"}
+              "spark_version": spark.version, "seconds": "CPU (Spark: JVM + driver process), median of repeat (interleaved, after a warm-up run)"}
     doc = result_doc("quantiles", "spark", params, results)
     p = write_json(out, doc)
     print_table(doc, reference=results[0].algo)
