@@ -12,7 +12,8 @@ cell's CPU seconds. Mode ``count`` = output cost excluded (the operators count r
 the paper measures); ``pairs`` = outputs materialised (row ``ALGO+pairs``). DuckDB rows:
 ``duckdb`` (count(*) of the new pairs per batch) at the same batch sizes.
 
-Presets fig12, fig15, fig18 (data-sensitive routing, §5.4): see bench/joins_dynamic.py.
+Presets fig12, fig15, fig18, fig9mix (data-sensitive routing, §5.4): see bench/joins_dynamic.py;
+appB (HIST-SSI vs HIST-EQW): bench/joins_hist.py.
 Presets: fig7 (select joins on Table I, rangeC midpoints over S.C's whole domain: vs number of
 queries; vs stabbing groups via rangeC lengths; a_len=2,500: the ~250 selected queries per event
 that Fig. 7(ii)'s text states, few pairs per tuple), fig7c (fig7's query sweep on the "clustered
@@ -364,14 +365,15 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
         raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
     cfg = PRESETS[preset]
     if cfg.get("hist"):
-        from .joins_dynamic import run_hist
+        from .joins_hist import run_hist
 
-        return run_hist(out=out, seed=seed)
+        return run_hist(out=out, seed=seed, repeat=repeats)
     if cfg.get("dynamic"):
         from .joins_dynamic import run_dynamic_preset
 
         return run_dynamic_preset(preset, scale=0.1 if scale is None else float(scale), out=out,
-                                  batch=max(batches) if batches else 1000, budget=budget, seed=seed)
+                                  batch=max(batches) if batches else 1000, budget=budget, seed=seed,
+                                  repeat=repeats)
     kind = cfg["kind"]
     scale = 0.1 if scale is None else float(scale)
     algos = algos or (BAND_ALGOS if kind == "band" else SELECT_ALGOS)

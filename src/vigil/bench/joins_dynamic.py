@@ -40,7 +40,7 @@ from rich.console import Console
 from ..joins import costs as cm
 from ..joins.dynamic import Dynamic
 from ..workloads import joins as wl
-from .common import Result, machine_info, result_doc, write_json
+from .common import Result, machine_info, result_doc, sample_fields, write_json
 
 GRID = [100_000, 200_000, 300_000, 400_000, 500_000]
 DYN_PRESETS: dict[str, dict[str, Any]] = {
@@ -376,13 +376,29 @@ def group_ceiling(op: Dynamic, key, x, t, batch: int, chunks: int = 10, reps: in
             "best_static_over_dynamic": float(np.median(r[:, 0] / r[:, 2]))}
 
 
+def _chunk_samples(cpu: list[float], wall: list[float], repeat: int, warm: float | None) -> dict:
+    """The shared sample fields (:func:`.common.sample_fields`) of one strategy's chunks: the chunks
+    cut into ``repeat`` consecutive slices (interleaved with the other strategies chunk by chunk),
+    each slice's seconds scaled to all the chunks (a slice of k of n chunks: x n / k), so that each
+    sample and the median estimate the whole run's CPU seconds."""
+    parts = [p for p in np.array_split(np.arange(len(cpu)), max(1, min(repeat, len(cpu)))) if len(p)]
+    c, w = np.asarray(cpu), np.asarray(wall)
+    out = sample_fields([float(c[p].sum()) * len(c) / len(p) for p in parts],
+                        [float(w[p].sum()) * len(w) / len(p) for p in parts], warmed=warm is not None)
+    out.update(warmup_cpu_s=warm, sample_chunks=[len(p) for p in parts])
+    return out
+
+
 def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "results/joins_dyn.json",
                        batch: int = 1000, budget: float = 2.0, n_opt: int = 300, seed: int = 0,
-                       oracle_chunks: int = 20, console=None) -> dict:
+                       oracle_chunks: int = 20, console=None, repeat: int = 3) -> dict:
     """Every static plan, ``dynamic`` and the per-tuple oracle interleaved chunk by chunk (module
     docstring). The oracle (``oracle``, the first ``oracle_chunks`` chunks only): each tuple goes to
     the plan that was fastest on it (measured before the run: :func:`oracle_choices`), the
-    chunk split by plan as ``dynamic`` splits it: what perfect per-tuple choices reach in batches."""
+    chunk split by plan as ``dynamic`` splits it: what perfect per-tuple choices reach in batches.
+    Every strategy first pushes the first chunk once untimed (warm-up: its plan's kernels and
+    indexes); the timed chunks are then cut into ``repeat`` consecutive slices, interleaved by
+    construction, each a sample (:func:`_chunk_samples`)."""
     console = console or Console()
     cfg = DYN_PRESETS[preset]
     results: list[Result] = []
@@ -402,7 +418,6 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
         secs = dict.fromkeys(algos, 0.0)
         chunk: dict[str, list[float]] = {a: [] for a in algos + ["oracle"]}  # CPU time per chunk (thread_time)
         dec = np.zeros(len(op.choices), np.int64)
-        np0 = op.no_partner
         route = 0.0
         pos = 0
         t_all = time.perf_counter()
@@ -413,6 +428,16 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
         # warmed JF's index, and was measured ~4% faster than dynamic routing every tuple to JF
         order_rng = np.random.default_rng(seed + 99)
         route_share: list[float] = []
+        walls: dict[str, list[float]] = {a: [] for a in algos + ["oracle"]}
+        warm_cpu = {}
+        for algo in algos + (["oracle"] if n_orc >= batch else []):  # warm-up (untimed): the first chunk once each
+            op.force = None if algo in ("dynamic", "oracle") else algo
+            op.oracle_choice = orc[:batch] if algo == "oracle" else None
+            c0 = time.thread_time()
+            push(op, key[:batch], x[:batch], t[:batch])
+            warm_cpu[algo] = time.thread_time() - c0
+        op.force, op.oracle_choice = None, None
+        np0 = op.no_partner
         while time.perf_counter() - t_all < budget * len(algos) and pos + batch <= n_arr:
             sl = slice(pos, pos + batch)
             here = algos + (["oracle"] if pos + batch <= n_orc else [])
@@ -420,9 +445,10 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
                 op.force = None if algo in ("dynamic", "oracle") else algo
                 op.oracle_choice = orc[sl] if algo == "oracle" else None
                 if algo == "oracle":
-                    c0 = time.thread_time()
+                    c0, t0 = time.thread_time(), time.perf_counter()
                     push(op, key[sl], x[sl], t[sl])
                     chunk[algo].append(time.thread_time() - c0)
+                    walls[algo].append(time.perf_counter() - t0)
                     op.oracle_choice = None
                     continue
                 d0, r0 = op.decisions.copy(), op.route_seconds
@@ -430,6 +456,7 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
                 push(op, key[sl], x[sl], t[sl])
                 secs[algo] += time.perf_counter() - t0
                 chunk[algo].append(time.thread_time() - c0)
+                walls[algo].append(time.perf_counter() - t0)
                 if algo == "dynamic":
                     dec += op.decisions - d0
                     route += op.route_seconds - r0
@@ -437,7 +464,9 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
             pos += batch
         for algo in algos:
             extra = {"point": point, "rate_per_s": pos / secs[algo], "batch": batch,
-                     "cpu_rate_per_s": pos / sum(chunk[algo])}
+                     "cpu_rate_per_s": pos / sum(chunk[algo]),
+                     **_chunk_samples(chunk[algo], walls[algo], repeat, warm_cpu.get(algo))}
+            extra["cpu_rate_per_s_median"] = pos / extra["cpu_s_median"]
             if algo == "dynamic":
                 extra["breakdown"] = {c: int(v) for c, v in zip(op.choices, dec, strict=True)}
                 extra["no_partner"] = int(op.no_partner - np0)  # one-tuple calls answered without a plan
@@ -460,6 +489,7 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
             oc = np.array(chunk["oracle"])
             best = min(op.choices, key=lambda c: sum(chunk[c][:k]))
             extra = {"point": point, "batch": batch, "chunks": k, "cpu_rate_per_s": k * batch / oc.sum(),
+                     **_chunk_samples(chunk["oracle"], walls["oracle"], repeat, warm_cpu.get("oracle")),
                      "breakdown": {c: int((orc[:k * batch] == j).sum()) for j, c in enumerate(op.choices)},
                      # on the oracle's chunks: best static plan's CPU time / the oracle's, and dynamic's
                      "best_static": best, "best_static_over_oracle": float(sum(chunk[best][:k]) / oc.sum()),
@@ -497,7 +527,10 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
         console.log(f"{preset} {cfg['key']}={label} optimum: {extra['rate_per_s']:,.0f} tuples/s; dynamic's "
                     f"decisions match {100 * extra['match']:.0f}%; optimum {extra['breakdown']}")
     doc = result_doc("joins", preset, {"scale": scale, "batch": batch, "budget_s": budget, "n_opt": n_opt,
-                                       "seed": seed, "kind": "select"}, results)
+                                       "seed": seed, "kind": "select", "repeat": repeat,
+                                       "timing": "CPU (thread_time) per chunk, strategies interleaved chunk by chunk "
+                                                 "after an untimed chunk each; samples: `repeat` slices of the "
+                                                 "chunks, each scaled to the whole run"}, results)
     write_json(out, doc)
     plot(doc, Path(out).with_suffix(".png"))
     return doc
@@ -556,63 +589,3 @@ def plot(doc: dict, path: Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
-
-
-def run_hist(out: str | Path = "results/joins_appB.json", n: int = 100_000, seed: int = 0,
-             buckets=(20, 30, 40, 50, 60, 70, 100), console=None) -> dict:
-    """App. B, Fig. 25: mean relative error of HIST-SSI and HIST-EQW over 5,000 uniform stabbing
-    queries, (a) the paper's intervals: n in [0, 10,000], midpoints ~ Normal(5,000, 1,500^2),
-    lengths ~ Normal(1,000, 2,000) read as a variance (sd 44.7; with sd 2,000 the intervals form
-    hundreds of stabbing groups, not the paper's 18), clipped to the domain; (b) the rangeA's of
-    the fig12 workload (what n' estimates), stabbed by the arriving R.A of Table I."""
-    from ..joins.hist_ssi import hist_eqw, hist_ssi, mean_relative_error
-    from ..joins.partition import stabbing_number
-
-    console = console or Console()
-    rng = np.random.default_rng(seed)
-    mid = rng.normal(5000, 1500, n)
-    ln = np.abs(rng.normal(1000, np.sqrt(2000), n))
-    sets = {"paper_appB": (np.clip(mid - ln / 2, 0, 1e4), np.clip(mid + ln / 2, 0, 1e4), rng.uniform(0, 1e4, 5000))}
-    w = wl.select_workload(n_queries=n, n_tuples=100, n_arrivals=5000, seed=seed)
-    sets["fig12_rangeA"] = (w["rows"][:, 0], w["rows"][:, 1], w["in_x"])
-    results = []
-    for name, (lo, hi, x) in sets.items():
-        tau = stabbing_number(lo, hi)
-        span = (float(lo.min()), float(hi.max()))
-        for k in buckets:
-            t0 = time.perf_counter()
-            hs = hist_ssi(lo, hi, k)
-            t_ssi = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            ht = hist_ssi(lo, hi, k, total_weights=True)
-            t_tot = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            he = hist_eqw(lo, hi, k, span)
-            t_eqw = time.perf_counter() - t0
-            for algo, h, secs in (("hist_ssi", hs, t_ssi), ("hist_ssi_total", ht, t_tot), ("hist_eqw", he, t_eqw)):
-                err = mean_relative_error(h, lo, hi, x)
-                results.append(Result(algo, secs, len(lo), extra={"point": {"set": name, "buckets": k}, "tau": tau,
-                                                                  "error": err, "pieces": h.pieces}))
-            console.log(f"appB {name} (tau={tau}) k={k}: HIST-SSI {results[-3].extra['error']:.3f} "
-                        f"(weights 1/f_I^2: {results[-2].extra['error']:.3f}) "
-                        f"({hs.pieces} buckets, {t_ssi:.2f} s), HIST-EQW {results[-1].extra['error']:.3f}")
-    doc = result_doc("joins", "appB", {"n": n, "seed": seed, "queries": 5000}, results)
-    write_json(out, doc)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.2), dpi=80)
-    for ax, name in zip(axes, sets, strict=True):
-        for i, a in enumerate(("hist_ssi", "hist_ssi_total", "hist_eqw")):
-            pts = [(r.extra["pieces"], r.extra["error"]) for r in results if r.algo == a and r.extra["point"]["set"] == name]
-            ax.plot(*zip(*pts, strict=True), marker="o", color=f"C{i}", label=a)
-        ax.set_xlabel("buckets")
-        ax.set_ylabel("mean relative error")
-        ax.set_title(f"{name} (tau = {results[[r.extra['point']['set'] for r in results].index(name)].extra['tau']})")
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(Path(out).with_suffix(".png"))
-    plt.close(fig)
-    return doc
