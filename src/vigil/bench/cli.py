@@ -203,12 +203,17 @@ def pipeline(
     algos: list[str] = typer.Option(None, "--algo", help="FAMILY=NAME (repeatable)"),
     out: Path = typer.Option(Path("results/pipeline.json"), "--out", help="result JSON; a PNG is written beside it"),
     minutes: float = typer.Option(None, "--minutes", help="soak: how long to run"),
+    repeat: int = typer.Option(None, "--repeat", help="throughput: runs per side and point, interleaved, after an "
+                               "untimed warm-up (median wall and every CPU/wall sample reported); default 2: the "
+                               "mixed workload's 1M-row point takes ~15 min a run at scale 1"),
 ) -> None:
     """The Spark pipeline end to end: throughput vs in-process replay, a memory soak, and driver vs
     sharded mode on local-cluster with 1, 2 and 4 executors (scaleout)."""
-    from ..cliutil import parse_algos
+    from ..cliutil import at_least, parse_algos
     from .pipeline import PRESETS, run_preset
 
     if preset not in PRESETS:
         raise typer.BadParameter(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
-    run_preset(preset, scale=scale, algos=parse_algos(algos), out=out, minutes=minutes)
+    if repeat is not None:
+        at_least(repeat, 1, "--repeat")
+    run_preset(preset, scale=scale, algos=parse_algos(algos), out=out, minutes=minutes, repeat=repeat)

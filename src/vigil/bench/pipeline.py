@@ -20,7 +20,11 @@ Presets:
   batch's outputs as Parquet, the snapshot and the query-log append with fsync, metrics; then
   finish). Before the points of a workload both sides run once untimed on a small input of that
   workload, so JIT compilation (numba caches, the JVM's code generation) is paid by neither
-  timed run.
+  timed run. Then each point runs both sides ``repeat`` times (default ``REPEAT`` = 2: at scale 1
+  the mixed workload's 1M-row point takes ~15 minutes a run), interleaved; the median wall time
+  is reported, with every sample in wall and CPU seconds (Spark: the JVM's CPU plus this
+  process's, where the engine runs) (``extra.engine``, ``extra.spark``; ``extra.cpu_s_*`` are
+  Spark's).
 * ``soak``: ``vigil run`` with a processing-time trigger while a feeder keeps writing stream
   files and query operations that register and terminate queries continuously (churn); every
   batch's driver RSS and snapshot size are recorded; memory must stay bounded.
@@ -48,6 +52,7 @@ import pyarrow.parquet as pq
 
 PRESETS = ("throughput", "soak", "scaleout")
 BATCHES = (10_000, 100_000, 1_000_000)
+REPEAT = 2  # throughput's runs per side and point: the mixed workload at 1M-row batches is ~15 min a run
 
 
 def _rss_mb() -> float:
@@ -144,9 +149,32 @@ def _spark(work: Path, algos: dict, spark) -> tuple[float, int, list]:
     return dt, n_out, ms
 
 
+def _timed_inprocess(work: Path, algos: dict):
+    from vigil.bench.common import Timed
+
+    c0 = time.process_time()
+    wall, n_out = _inprocess(work, algos)
+    return Timed(time.process_time() - c0, wall, n_out)
+
+
+def _timed_spark(work: Path, algos: dict, spark):
+    """``vigil run``'s CPU: the JVM's (driver and local executors) and this process's (the engine)."""
+    from vigil.bench.common import Timed
+
+    from .quantiles_spark import _jvm_cpu
+
+    c0, p0 = _jvm_cpu(spark), time.process_time()
+    wall, n_out, ms = _spark(work, algos, spark)
+    return Timed(_jvm_cpu(spark) - c0 + time.process_time() - p0, wall, (n_out, ms))
+
+
 def throughput(scale: float, algos: dict, work: Path, console, workloads=("threshold", "mixed"),
-               batches=BATCHES) -> list:
-    from vigil.bench.common import Result
+               batches=BATCHES, repeat: int = REPEAT) -> list:
+    """Per point: both sides ``repeat`` times, interleaved (engine, spark, engine, spark, ...:
+    :func:`.common.measure_interleaved`), after the workload's untimed warm-up on a small input; the
+    median wall seconds are reported (``engine_seconds``, ``spark_seconds``), every sample in CPU
+    and wall seconds in ``extra.engine`` / ``extra.spark`` (:func:`.common.sample_fields`)."""
+    from vigil.bench.common import Result, measure_interleaved
     from vigil.pipeline.session import get_session
 
     spark = get_session(whole_files=True)  # both workloads are Parquet files through driver mode
@@ -157,8 +185,10 @@ def throughput(scale: float, algos: dict, work: Path, console, workloads=("thres
         ws, wo = threshold_workload(2 * wb, min(1000, max(100, int(100_000 * scale)))) if wl == "threshold" \
             else mixed_workload(2 * wb, min(100, max(50, int(2000 * scale))))
         _write_inputs(ws, wo, wb, work / f"{wl}-warmup")
+        c0 = time.process_time()
         _inprocess(work / f"{wl}-warmup", algos)
-        _spark(work / f"{wl}-warmup", algos, spark)
+        warm_in = time.process_time() - c0
+        warm_sp = _timed_spark(work / f"{wl}-warmup", algos, spark).cpu
         shutil.rmtree(work / f"{wl}-warmup", ignore_errors=True)
         for b in batches:
             bb = max(1000, int(b * scale))
@@ -169,8 +199,16 @@ def throughput(scale: float, algos: dict, work: Path, console, workloads=("thres
                 stream, ops = mixed_workload(n, max(50, int(2000 * scale)))
             _write_inputs(stream, ops, bb, work / f"{wl}-{bb}")
             del stream, ops
-            t_in, out_in = _inprocess(work / f"{wl}-{bb}", algos)
-            t_sp, out_sp, ms = _spark(work / f"{wl}-{bb}", algos, spark)
+            d = work / f"{wl}-{bb}"
+            smp = measure_interleaved({"engine": lambda d=d: _timed_inprocess(d, algos),
+                                       "spark": lambda d=d: _timed_spark(d, algos, spark)}, repeat, warmup=False)
+            for k, w in (("engine", warm_in), ("spark", warm_sp)):  # warmed per workload, above
+                smp[k].warmed, smp[k].warmup_cpu = True, w
+            fe, fs = smp["engine"].fields(), smp["spark"].fields()
+            t_in, t_sp = fe["wall_s_median"], fs["wall_s_median"]
+            out_in = smp["engine"].values[smp["engine"].median_index()]
+            out_sp, ms = smp["spark"].values[smp["spark"].median_index()]
+            same = all(v == out_in for v in smp["engine"].values) and all(v[0] == out_in for v in smp["spark"].values)
             real = [m for m in ms if not m.get("final")]
             snap = [m["snapshot_bytes"] for m in real]
             snap_s = [m["snapshot_s"] for m in real]
@@ -178,7 +216,9 @@ def throughput(scale: float, algos: dict, work: Path, console, workloads=("thres
                 "point": {"workload": wl, "batch": bb},
                 "engine_seconds": t_in, "spark_seconds": t_sp, "overhead_ratio": t_sp / t_in,
                 "engine_elements_per_s": n / t_in, "spark_elements_per_s": n / t_sp,
-                "outputs_equal": out_in == out_sp, "outputs": out_sp,
+                "outputs_equal": same, "outputs": out_sp, "engine": fe, "spark": fs, **fs,
+                "engine_cpu_seconds": fe["cpu_s_median"], "spark_cpu_seconds": fs["cpu_s_median"],
+                "cpu_overhead_ratio": fs["cpu_s_median"] / fe["cpu_s_median"],
                 "snapshot_bytes_mean": float(np.mean(snap)) if snap else 0.0,
                 "snapshot_seconds_mean": float(np.mean(snap_s)) if snap_s else 0.0,
                 "collect_seconds_mean": float(np.mean([m["collect_s"] for m in real] or [0])),
@@ -194,7 +234,8 @@ def throughput(scale: float, algos: dict, work: Path, console, workloads=("thres
                 f"in {extra['snapshot_seconds_mean']:.3f} s  (spark side: collect+order {extra['collect_seconds']:.1f} s "
                 f"on Spark's thread, engine {extra['engine_seconds_in_spark']:.1f} s and snapshots "
                 f"{extra['snapshot_seconds']:.1f} s on the engine's; +{t_sp - t_in:.1f} s in all)  "
-                f"outputs equal: {out_in == out_sp}",
+                f"outputs equal: {same}  (wall medians of {repeat}; CPU engine {fe['cpu_s_median']:.1f} s, spark "
+                f"{fs['cpu_s_median']:.1f} s incl. the JVM)",
                 soft_wrap=True,
             )
     return results
@@ -315,7 +356,7 @@ def soak(minutes: float, scale: float, algos: dict, work: Path, console, kinds=(
 
 def run_preset(preset: str, scale: float | None = None, algos: dict[str, str] | None = None,
                out: str | Path = "results/pipeline.json", minutes: float | None = None,
-               workdir: str | Path | None = None, **kw) -> dict[str, Any]:
+               workdir: str | Path | None = None, repeat: int | None = None, **kw) -> dict[str, Any]:
     from rich.console import Console
 
     from vigil.bench.common import result_doc, write_json
@@ -328,8 +369,11 @@ def run_preset(preset: str, scale: float | None = None, algos: dict[str, str] | 
     tmp = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="vigil-bench-pipeline-"))
     try:
         if preset == "throughput":
-            results = throughput(scale, algos, tmp, console, **kw)
-            params = {"scale": scale, "batches": [max(1000, int(b * scale)) for b in BATCHES], "algos": algos}
+            rep = REPEAT if repeat is None else int(repeat)
+            results = throughput(scale, algos, tmp, console, repeat=rep, **kw)
+            params = {"scale": scale, "batches": [max(1000, int(b * scale)) for b in kw.get("batches", BATCHES)],
+                      "algos": algos, "repeat": rep, "timing": "both sides `repeat` times interleaved after an "
+                      "untimed warm-up on a small input; seconds = median wall, CPU samples beside"}
         elif preset == "scaleout":
             from .pipeline_scaleout import BATCHES as N_FILES
             from .pipeline_scaleout import scaleout
