@@ -65,6 +65,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._fire_kernels import _kept_lval_at, _last_equal_from, _quick_lval, _reeval, unpin
 from ._gk_kernels import (
     INF_DEADLINE,
     best_tuple,
@@ -152,41 +153,6 @@ def kept_lval(v, lo, hi, m, n, a, b, eps, u):
     """L of the current result value u: from its tuple, or, once GK merged that tuple into its
     successor p, from the bounds its neighbours give it: r-(p-1) + 1 <= rank(u) <= r+(p) - 1."""
     return _kept_lval_at(v, lo, hi, m, n, a, b, eps, u, np.searchsorted(v[:m], u))
-
-
-@numba.njit(cache=True, nogil=True)
-def _kept_lval_at(v, lo, hi, m, n, a, b, eps, u, p):
-    """:func:`kept_lval` with p = searchsorted(v[:m], u) known."""
-    if p < m and v[p] == u:
-        return lval(lo[p], hi[p], a, b, eps, n)
-    if p == 0 or p >= m:
-        return -np.inf
-    return lval(lo[p - 1] + 1, hi[p] - 1, a, b, eps, n)
-
-
-@numba.njit(cache=True, nogil=True)
-def _last_equal(v, m, u):
-    return np.searchsorted(v[:m], u, side="right") - 1
-
-
-@numba.njit(cache=True, nogil=True)
-def _last_equal_from(v, m, u, i):
-    """The last index with value u, given an index i <= it with v[i] == u (a short scan, else a
-    binary search)."""
-    for _ in range(8):
-        if i + 1 >= m or v[i + 1] != u:
-            return i
-        i += 1
-    return _last_equal(v, m, u)
-
-
-@numba.njit(cache=True, nogil=True)
-def unpin(v, pin, m, u):
-    """Release the pin of result value u (its tuple is the last one with value u)."""
-    if u == u:
-        j = _last_equal(v, m, u)
-        if j >= 0 and v[j] == u and pin[j] > 0:
-            pin[j] -= 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -366,61 +332,6 @@ def _fire(c, v, lo, hi, pin, m, n, eps, keep, mkeep, mode, lazy, ca, cb, cval, c
     ckey[c] = min(cdead[c], sdead[c])
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _reeval(v, lo, hi, pin, m, n, eps, keep, a, b, u, force):
-    """CASU's re-evaluation in cluster mode (``lazy`` < 0), :func:`_evaluate` over scalars (the
-    caller updates the cluster: measured, ~14 arrays passed per call cost more than the work):
-    search from the link u, keep rule, pins. Returns (value, deadline, changed)."""
-    has = u == u
-    start = m // 2
-    if has:
-        start = np.searchsorted(v[:m], u)
-    i = best_tuple(lo, hi, m, a, b, eps, n, start)
-    L = lval(lo[i], hi[i], a, b, eps, n)
-    if has and not force:
-        Lk = _kept_lval_at(v, lo, hi, m, n, a, b, eps, u, start)
-        if Lk >= 0.0 and Lk >= keep * L:
-            return u, deadline(Lk, n), False
-    nv = v[i]
-    if nv != u or force:
-        if has and start < m and v[start] == u:
-            j = _last_equal_from(v, m, u, start)
-            if pin[j] > 0:
-                pin[j] -= 1
-        else:
-            unpin(v, pin, m, u)
-        pin[_last_equal_from(v, m, nv, i)] += 1
-        return nv, deadline(L, n), True
-    return u, deadline(L, n), False
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _quick_lval(v, lo, hi, m, n, eps, keep, a, b, u, xs, p0, p1):
-    """The L of a cluster's value u at n when the re-evaluation (:func:`_reeval`) provably keeps
-    it, else -1: the best tuple's L never exceeds L* = (w n + 1) / (1 - w), w = b - a + 2 eps (the
-    largest min(alpha, beta) of eqs. (10)-(12) over any rank bounds r- <= r+), so u's L >= keep *
-    L* means the keep rule keeps u with the same deadline, without the search. u's rank bounds
-    at n are its tuple's plus the count of the elements not merged yet (xs[p0:p1]) that are
-    smaller (an equal one precedes it too: then, or when u has no tuple, the full path runs)."""
-    w = b - a + 2.0 * eps
-    if u != u or a <= eps or b + eps >= 1.0 or w >= 1.0:
-        return -1.0
-    q = np.searchsorted(v[:m], u)
-    if q >= m or v[q] != u:
-        return -1.0
-    k = 0
-    e = 0
-    for t in range(p0, p1):
-        k += xs[t] < u
-        e += xs[t] == u
-    if e > 0:
-        return -1.0
-    Lk = lval(lo[q] + k, hi[q] + k, a, b, eps, n)
-    if Lk >= 0.0 and Lk >= keep * ((w * n + 1.0) / (1.0 - w)) * (1.0 + 1e-9) + 1e-6:
-        return Lk
-    return -1.0
-
-
 @numba.njit(cache=True, nogil=True)
 def _flush(xs, p0, p1, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt):
     """Merge the pending elements xs[p0:p1] (the last p1 - p0 of the n) into the summary; returns
@@ -470,6 +381,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
     cap = v.shape[0]
     sbuf = np.empty(SMALL, np.float64)
     defer = mode == 0 and lazy < 0
+    hint = np.zeros(cval.shape[0], np.int64)  # per cluster: index of its value's tuple at its last fire
     while p < total:
         size = meta[M_HSIZE]
         if meta[M_NOUT] + 2 * nlive + 2 > out_q.shape[0]:
@@ -508,7 +420,9 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                     break
                 Lq = -1.0
                 if cqk[cl] and cdead[cl] < hz and not cforce[cl]:
-                    Lq = _quick_lval(v, lo, hi, m, n, eps, keep, ca[cl], cb[cl], cval[cl], xs, p0, p)
+                    Lq, qi = _quick_lval(v, lo, hi, m, n, eps, keep, ca[cl], cb[cl], cval[cl], xs, p0, p, hint[cl])
+                    if qi >= 0:
+                        hint[cl] = qi
                 meta[M_FIRES] += 1
                 meta[M_EVALS] += 1
                 if Lq >= 0.0:  # kept, no search, no merge
@@ -518,7 +432,8 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                         m = _flush(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
                         p0 = p
                     u = cval[cl]
-                    nv, cdead[cl], ch = _reeval(v, lo, hi, pin, m, n, eps, keep, ca[cl], cb[cl], u, cforce[cl])
+                    nv, cdead[cl], ch, hint[cl] = _reeval(v, lo, hi, pin, m, n, eps, keep, ca[cl], cb[cl], u, cforce[cl],
+                                                          hint[cl])
                     cqk[cl] = not ch
                     if ch:
                         meta[M_CHANGES] += 1
