@@ -101,3 +101,19 @@ def test_pipeline_throughput_median_of_interleaved(tmp_path):
     assert ex["engine_seconds"] == ex["engine"]["wall_s_median"] and r["seconds"] == ex["spark"]["wall_s_median"]
     assert ex["spark_cpu_seconds"] == ex["cpu_s_median"] == ex["spark"]["cpu_s_median"]
     assert ex["outputs_equal"] and ex["cpu_overhead_ratio"] > 0
+
+
+@pytest.mark.timeout(300)
+def test_joins_fig11_partitions_median_of_interleaved():
+    from rich.console import Console
+
+    from vigil.bench.joins import _fig11_partitions
+
+    res = _fig11_partitions(0.002, 0, 0.2, Console(quiet=True), repeat=2)
+    assert len(res) == 8 and {r.algo for r in res} >= {"partition_a1_eps0.5", "tracker_a2_eps3"}
+    for r in res:
+        ex = r.extra
+        check_samples(ex, 2)
+        assert ex["warmup_cpu_s"] is not None and len(ex["us_per_update_samples"]) == 2
+        assert min(ex["us_per_update_samples"]) <= r.per_op_us * 1.0001
+        assert r.per_op_us <= max(ex["us_per_update_samples"]) * 1.0001

@@ -26,6 +26,7 @@ fig11 (band joins: cost per query update, 50% insertions / 50% deletions).
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -303,55 +304,72 @@ def _fig11(scale: float, algos: list[str], seed: int, budget: float, console: Co
     return out
 
 
-def _fig11_partitions(scale: float, seed: int, budget: float, console: Console) -> list[Result]:
+def _partition_once(kind: str, eps: float, what: str, rows: list, n0: int, seed: int, budget: float) -> Timed:
+    """One run of :func:`_fig11_partitions`' update loop on a fresh partition (or tracker): the
+    n0 insertions untimed, then up to n0 updates within ``budget`` CPU seconds."""
+    from ..joins.hotspot import ALPHA, HotspotTracker
+    from ..joins.partition import make_partition
+
+    s = make_partition(kind, eps) if what == "partition" else HotspotTracker(ALPHA, eps, kind)
+    for i in range(n0):
+        s.insert(i, *rows[i])
+    part = s if what == "partition" else s.scattered
+    r0, m0, u0 = part.reconstructions, getattr(s, "moves", 0), getattr(s, "updates", 0)
+    part.drain_dirty()
+    rng = np.random.default_rng(seed)
+    alive, nxt, done, dirty = list(range(n0)), n0, 0, 0
+    t0, w0 = time.process_time(), time.perf_counter()
+    while done < n0 and time.process_time() - t0 < budget:
+        if rng.random() < 0.5 and nxt < len(rows):
+            s.insert(nxt, *rows[nxt])
+            alive.append(nxt)
+            nxt += 1
+        else:
+            k = int(rng.integers(len(alive)))
+            alive[k], alive[-1] = alive[-1], alive[k]
+            s.delete(alive.pop())
+        done += 1
+        if what == "partition":
+            dirty += len(part.drain_dirty())
+    secs, wall = time.process_time() - t0, time.perf_counter() - w0
+    extra = {"point": {"eps": eps}, "partition": kind, "rate_per_s": done / secs,
+             "update_us": secs / done * 1e6, "reconstructions_per_update": (part.reconstructions - r0) / done,
+             "groups": part.size(), "intervals": n0}
+    if what == "partition":
+        extra["groups_changed_per_update"] = dirty / done
+    else:
+        extra["moves_per_update"] = (s.moves - m0) / (s.updates - u0)
+        extra["hot_groups"] = len(s.hot)
+    return Timed(secs, wall, (done, extra))
+
+
+def _fig11_partitions(scale: float, seed: int, budget: float, console: Console, repeat: int = 3) -> list[Result]:
     """App. A.1 (lazy) vs A.2 (refined) alone, on the band windows of fig11 (no join operator):
     n0 = 100,000 x scale intervals inserted (untimed), then up to n0 updates (p = 0.5 insert /
     delete) within ``budget`` s: time per update, reconstructions, groups changed (``dirty``)
     per update; and the same stream through a HotspotTracker (alpha = ALPHA) on either partition:
-    intervals moved into or out of S per update (Theorem 1, I3: <= 5)."""
-    from ..joins.hotspot import ALPHA, HotspotTracker
-    from ..joins.partition import make_partition
-
+    intervals moved into or out of S per update (Theorem 1, I3: <= 5). As :func:`_fig11`: each
+    configuration once untimed on a tenth of the budget, then ``repeat`` runs interleaved
+    (``budget / repeat`` CPU seconds each); the run of median cost per update is reported."""
     p = _params("band", None, None, scale, 100_000)
     rows = wl.band_workload(n_queries=2 * p["n_queries"], n_tuples=100, n_arrivals=1, seed=seed)["rows"].tolist()
     n0 = p["n_queries"]
+    cfgs = [(kind, eps, what) for kind in ("lazy", "refined") for eps in (0.5, 3.0) for what in ("partition", "hotspot")]
+    samples = measure_interleaved(
+        {c: functools.partial(_partition_once, *c, rows, n0, seed, budget / repeat) for c in cfgs}, repeat,
+        warmup={c: functools.partial(_partition_once, *c, rows, n0, seed, budget / 10) for c in cfgs})
     out = []
-    for kind in ("lazy", "refined"):
-        for eps in (0.5, 3.0):
-            for what in ("partition", "hotspot"):
-                s = make_partition(kind, eps) if what == "partition" else HotspotTracker(ALPHA, eps, kind)
-                for i in range(n0):
-                    s.insert(i, *rows[i])
-                part = s if what == "partition" else s.scattered
-                r0, m0, u0 = part.reconstructions, getattr(s, "moves", 0), getattr(s, "updates", 0)
-                part.drain_dirty()
-                rng = np.random.default_rng(seed)
-                alive, nxt, done, dirty = list(range(n0)), n0, 0, 0
-                t0 = time.process_time()
-                while done < n0 and time.process_time() - t0 < budget:
-                    if rng.random() < 0.5 and nxt < len(rows):
-                        s.insert(nxt, *rows[nxt])
-                        alive.append(nxt)
-                        nxt += 1
-                    else:
-                        k = int(rng.integers(len(alive)))
-                        alive[k], alive[-1] = alive[-1], alive[k]
-                        s.delete(alive.pop())
-                    done += 1
-                    if what == "partition":
-                        dirty += len(part.drain_dirty())
-                secs = time.process_time() - t0
-                extra = {"point": {"eps": eps}, "partition": kind, "rate_per_s": done / secs,
-                         "update_us": secs / done * 1e6, "reconstructions_per_update": (part.reconstructions - r0) / done,
-                         "groups": part.size(), "intervals": n0}
-                if what == "partition":
-                    extra["groups_changed_per_update"] = dirty / done
-                else:
-                    extra["moves_per_update"] = (s.moves - m0) / (s.updates - u0)
-                    extra["hot_groups"] = len(s.hot)
-                name = f"{'partition' if what == 'partition' else 'tracker'}_{'a1' if kind == 'lazy' else 'a2'}_eps{eps:g}"
-                out.append(Result(name, secs, done, extra=extra))
-                console.log(f"fig11 {name}: {extra}")
+    for kind, eps, what in cfgs:
+        s = samples[(kind, eps, what)]
+        costs = [c / v[0] for c, v in zip(s.cpu, s.values, strict=True)]
+        i = sorted(range(len(costs)), key=costs.__getitem__)[(len(costs) - 1) // 2]
+        done, extra = s.values[i]
+        extra = {**extra, **sample_fields(s.cpu, s.wall, warmed=s.warmed), "warmup_cpu_s": s.warmup_cpu,
+                 "us_per_update_samples": [c * 1e6 for c in costs]}
+        name = f"{'partition' if what == 'partition' else 'tracker'}_{'a1' if kind == 'lazy' else 'a2'}_eps{eps:g}"
+        out.append(Result(name, s.cpu[i], done, extra=extra))
+        console.log(f"fig11 {name}: {extra['update_us']:,.2f} us per update (median of {repeat}: "
+                    f"{min(costs) * 1e6:,.2f}-{max(costs) * 1e6:,.2f})")
     return out
 
 
