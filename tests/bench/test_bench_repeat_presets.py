@@ -117,3 +117,19 @@ def test_joins_fig11_partitions_median_of_interleaved():
         assert ex["warmup_cpu_s"] is not None and len(ex["us_per_update_samples"]) == 2
         assert min(ex["us_per_update_samples"]) <= r.per_op_us * 1.0001
         assert r.per_op_us <= max(ex["us_per_update_samples"]) * 1.0001
+
+
+def test_results_table_shows_string_sweep_points():
+    """appB's and pipeline throughput's points hold strings (set, workload): the table prints them
+    (a ValueError from the numeric format before)."""
+    from rich.console import Console
+
+    from vigil.bench import common
+
+    doc = {"family": "joins", "preset": "appB", "results": [common.Result(
+        "hist_ssi", 0.5, 10, extra={"point": {"set": "paper_appB", "buckets": 20},
+                                    **common.sample_fields([0.4, 0.5, 0.6], warmed=True)}).to_json()]}
+    con = Console(record=True, width=200)
+    common.print_table(doc, reference="hist_ssi", console=con)
+    text = con.export_text()
+    assert "set=paper_appB" in text and "buckets=20" in text and "CPU median of 3 0.5 s, range 0.4-0.6" in text

@@ -315,7 +315,8 @@ def results_table(doc: dict[str, Any], reference: str = "dt") -> Table:
             cells = [r["algo"], _fmt_s(r["seconds"]), f"{r['operations']:,}", _fmt_s(r["per_op_us"]), ratio,
                      "; ".join(note)]
             if sweep:
-                cells.insert(0, ", ".join(f"{k}={v:g}" for k, v in key) if i == 0 else "")
+                cells.insert(0, ", ".join(f"{k}={v:g}" if isinstance(v, int | float) else f"{k}={v}" for k, v in key)
+                             if i == 0 else "")
             t.add_row(*cells)
         if sweep:
             t.add_section()

@@ -40,7 +40,7 @@ from rich.console import Console
 from ..joins import costs as cm
 from ..joins.dynamic import Dynamic
 from ..workloads import joins as wl
-from .common import Result, machine_info, result_doc, sample_fields, write_json
+from .common import Result, machine_info, print_table, result_doc, sample_fields, write_json
 
 GRID = [100_000, 200_000, 300_000, 400_000, 500_000]
 DYN_PRESETS: dict[str, dict[str, Any]] = {
@@ -532,6 +532,7 @@ def run_dynamic_preset(preset: str, scale: float = 0.1, out: str | Path = "resul
                                                  "after an untimed chunk each; samples: `repeat` slices of the "
                                                  "chunks, each scaled to the whole run"}, results)
     write_json(out, doc)
+    print_table(doc, reference="dynamic", console=console)
     plot(doc, Path(out).with_suffix(".png"))
     return doc
 

@@ -13,7 +13,7 @@ import numpy as np
 from rich.console import Console
 
 from ..workloads import joins as wl
-from .common import Result, measure_interleaved, result_doc, write_json
+from .common import Result, measure_interleaved, print_table, result_doc, write_json
 
 
 def run_hist(out: str | Path = "results/joins_appB.json", n: int = 100_000, seed: int = 0,
@@ -58,6 +58,7 @@ def run_hist(out: str | Path = "results/joins_appB.json", n: int = 100_000, seed
                                        "timing": "CPU (process_time) of each build: a warm-up build, then "
                                                  "`repeat` builds interleaved; the median and range"}, results)
     write_json(out, doc)
+    print_table(doc, reference="hist_ssi", console=console)
     import matplotlib
 
     matplotlib.use("Agg")

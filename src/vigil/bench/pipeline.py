@@ -359,7 +359,7 @@ def run_preset(preset: str, scale: float | None = None, algos: dict[str, str] | 
                workdir: str | Path | None = None, repeat: int | None = None, **kw) -> dict[str, Any]:
     from rich.console import Console
 
-    from vigil.bench.common import result_doc, write_json
+    from vigil.bench.common import print_table, result_doc, write_json
 
     if preset not in PRESETS:
         raise ValueError(f"unknown pipeline preset {preset!r}; expected one of {PRESETS}")
@@ -389,6 +389,8 @@ def run_preset(preset: str, scale: float | None = None, algos: dict[str, str] | 
             shutil.rmtree(tmp, ignore_errors=True)
     doc = result_doc("pipeline", preset, params, results)
     write_json(out, doc)
+    if preset == "throughput":  # seconds: Spark's median wall; note: its CPU median and range
+        print_table(doc, reference=results[0].algo, console=console)
     _plot(doc, Path(out).with_suffix(".png"))
     return doc
 
