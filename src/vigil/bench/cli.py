@@ -120,7 +120,8 @@ def joins(
     points: str = typer.Option(None, "--points", help="replace the preset's sweeps: KEY=V1,V2 (paper scale), "
                                "e.g. n_queries=100000"),
     repeats: int = typer.Option(5, "--repeats", help="samples per (strategy, point, batch size), interleaved "
-                                "between strategies; median and range reported"),
+                                "between strategies; median and range reported (fig12/fig15/fig18/fig9mix: slices "
+                                "of the interleaved chunks; appB: builds per histogram)"),
     pairs: bool = typer.Option(True, "--pairs/--no-pairs", help="also time ssi and hotspot with the result "
                                "pairs materialised (rows ALGO+pairs)"),
     fit: bool = typer.Option(False, "--fit", help="fit the router's cost models (§5.4) on this machine; "
@@ -157,7 +158,8 @@ def quantiles(
     notify: str = typer.Option("query", "--notify", help="query (an update per query), cluster (cluster / "
                                "cluster_update events), or query,cluster (both, side by side)"),
     repeat: int = typer.Option(3, "--repeat", help="timed runs per configuration, interleaved, after one untimed "
-                               "warm-up run on a small input (fig5, fig8-fig15, peers, targets, eager)"),
+                               "warm-up run (every preset: the median CPU with every sample; fig7/fig15/eager "
+                               "report the fastest, the median beside it)"),
 ) -> None:
     """Massive continuous quantile queries (paper 004, Lin et al.): Figs. 5-14, peers, targets."""
     from ..cliutil import at_least
