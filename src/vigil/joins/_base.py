@@ -24,7 +24,7 @@ returns empty arrays and adds to ``self.counted``).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numba
 import numpy as np
@@ -32,7 +32,7 @@ import numpy as np
 from ..arrays import GrowableArray
 from ..errors import Unsupported
 from ..specs import parse_query
-from . import JoinOperator
+from . import JoinOperator, _delta
 
 KINDS = {"band": "band_join", "select": "select_join", "window": "window_join"}
 SIDES = ("left", "right")
@@ -241,6 +241,7 @@ class JoinBase(JoinOperator):
     arriving tuple in the batch, seq of the stored partner or -1) and ``_queries_changed()``."""
 
     kinds: tuple[str, ...] = ("band", "select", "window")
+    shadow_cls: ClassVar[type | None] = None  # the operator of queries between full builds (_delta)
 
     def __init__(self, kind: str, output: str = "pairs") -> None:
         if kind not in KINDS:
@@ -356,6 +357,8 @@ class JoinBase(JoinOperator):
                     self._lo[sd][qid] = win[j]
             row = (float(a[0]), float(a[1]), float(c[0]), float(c[1]), w)
         self.specs[qid] = spec
+        if _delta.add(self, qid, spec, row):  # into the shadow: the built indexes stay
+            return
         self.q[qid] = row
         self._on_register(qid, row)
         self._dirty = True
@@ -368,10 +371,13 @@ class JoinBase(JoinOperator):
             self.qwin.pop(qid, None)
             for sd in SIDES:
                 self._lo[sd].pop(qid, None)
+            if _delta.drop(self, qid):
+                return
             row = self.q.pop(qid)
             self._on_terminate(qid, row)
-            self._dirty = True
-            self._intra_trees = None
+            if not _delta.dead(self, qid):  # else its pairs are filtered until the next build
+                self._dirty = True
+                self._intra_trees = None
 
     def _on_register(self, qid: int, row: tuple) -> None:  # dynamic index maintenance hooks
         pass
@@ -446,14 +452,11 @@ class JoinBase(JoinOperator):
         t_new = self._check_order(t) if self.kind == "window" else self._t_last
         if np.any(np.diff(seqs) <= 0) or (self._last_seq is not None and seqs[0] <= self._last_seq):
             raise ValueError("seqs must be strictly increasing and larger than every seq inserted before")
-        if self._held and self.q:
+        if self._held and (self.q or _delta.pending(self)):
             self._merge_held()
         other = self.sides["right" if side == "left" else "left"]
-        if self.q and len(other.seqs):
-            if self._dirty:
-                self._queries_changed()
-                self._dirty = False
-            q, i, o, cnt = self._probe_checked(side, seqs, key, x, t, self.mode)
+        if (self.q or _delta.pending(self)) and len(other.seqs):
+            q, i, o, cnt = _delta.probe(self, side, seqs, key, x, t, self.mode)
         else:
             q, i, o, cnt = empty, empty, empty, 0
         me.add(seqs, key, x, t)

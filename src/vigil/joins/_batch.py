@@ -23,6 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from . import _delta
 from ._rtree import build_forest, stab
 
 INF = np.inf
@@ -219,23 +220,20 @@ def insert_both(op, blocks: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     t_new = op._t_last
     if op.kind == "window":
         t_new = op._check_order(np.concatenate([cols["left"][3], cols["right"][3]])[order])
-    if op._held and op.q:
+    if op._held and (op.q or _delta.pending(op)):
         op._merge_held()
     res = []  # (q, arriving seq, partner seq, arriving is left, count)
-    if op.q:
-        if op._dirty:
-            op._queries_changed()
-            op._dirty = False
+    if op.q or _delta.pending(op):
         mode = 0 if op.mode == 1 else op.mode  # affected: pairs, deduplicated below
         for side in ("left", "right"):
             s, key, x, t = cols[side]
             if len(op.sides["right" if side == "left" else "left"].seqs):
-                q, i, o, cnt = op._probe_checked(side, s, key, x, t, mode)
+                q, i, o, cnt = _delta.probe(op, side, s, key, x, t, mode)
                 res.append((q, s[i], o, side == "left", cnt))
         if op.mode == 2:
             op.counted += sum(r[4] for r in res)
             res = []
-        q, a, b, left = intra(op, {sd: cols[sd] for sd in ("left", "right")})
+        q, a, b, left = _delta.intra(op, {sd: cols[sd] for sd in ("left", "right")}, intra)
         if op.mode == 2:
             op.counted += len(q)
         else:

@@ -52,6 +52,7 @@ from ._route_window import window_partners as _window_partners
 from .costs import COV_SAMPLE, MODELS, costs, coverage, features, load_params
 from .histograms import IntervalHistogram, KeyHistogram
 from .select import COLS
+from .strategies import SelectFirst
 
 PLANS: dict[str, dict[str, type]] = {
     "select": {"join_first": select.SJJoinFirst, "select_first": select.SJSelectFirst,
@@ -78,6 +79,7 @@ class Dynamic(JoinBase):
     name = "dynamic"
     plans: ClassVar[dict[str, dict[str, type]]] = PLANS  # the join types served
     force: ClassVar[str | None] = None  # tests, bench: every tuple to this plan, no routing
+    shadow_cls: ClassVar[type | None] = SelectFirst  # queries registered between full builds (_delta)
     # bench (select joins, batches): the plan of each next arriving tuple, consumed as they arrive
     # (the per-tuple oracle of vigil.bench.joins_dynamic), no routing
     oracle_choice: np.ndarray | None = None

@@ -99,3 +99,6 @@ class DOuter(_Strategy):
 class MJ(_Strategy):
     name = "mj"
     plans = {"band": band.BJMJ}
+
+
+_Strategy.shadow_cls = SelectFirst  # queries registered between full builds (module _delta)
