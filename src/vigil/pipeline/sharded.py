@@ -24,9 +24,8 @@ Routing (``home`` = the shard that holds a query; "shared" = the query is on eve
 
 * threshold with equality keys (``"symbol": "AAPL"``): home = hash(key values); a row goes to the
   shard of its own key values (for every key-column set in use);
-* key-less threshold (no key in its spec): home = hash(id); window aggregates: home = hash(their
-  window group: aggregate, column, time column, key columns), so the queries of one group share
-  one operator on one shard; the shards holding any of them receive every row;
+* key-less threshold (no key in its spec): home = hash(id); the shards holding any of them, or
+  any window aggregate or quantile query (below), receive every row;
 * equality joins (select_join, window_join): shared; for every (relation, join column) in use,
   a row of that relation goes to shard hash(value of the join column), so each shard holds only
   its key partition of the join history; each join group is fed only its own key partition
@@ -42,11 +41,13 @@ Routing (``home`` = the shard that holds a query; "shared" = the query is on eve
   that shard owns its keys (``Partial.own["key:<col>"]``); a lookup is answered by every shard on
   its keys and the driver returns the sorted union; the time window uses the global time of
   element n (``Partial.clock``), not the shard's last element;
-* quantiles: home = hash(column), so all quantile queries of a column live on one shard and share
-  its summaries there (the n-of-N structure, the suffix structure, the trigger clusters) exactly
-  as in one engine; that shard receives every row, answers lookups and pushes updates and alerts
-  itself: every quantile shape (notify, alerts, rank_of, where / group_by) is served, and only
-  answers travel to the driver. The price: one column's quantile work is not split across shards;
+* quantiles and window aggregates: home = hash(the query's group: the family adapter's
+  ``params_of``), so the queries of one group live on one shard and share its structures there
+  (the n-of-N structure, the suffix structure, the trigger clusters, a window operator) exactly
+  as in one engine, and different groups (column, window, notify mode, where / group_by) spread
+  over the shards; a home receives every row, answers lookups and pushes updates and alerts
+  itself: every quantile shape is served, and only answers travel to the driver. The price: one
+  group's work is not split across shards;
 * terminate / lookup go to the query's home (all shards for shared queries); operations of an id
   nobody holds go to shard 0; a register whose id was seen before goes where the id lives (so the
   duplicate is rejected exactly as by one engine). Rejections and answers that every shard
@@ -226,7 +227,7 @@ class ShardedProcessor(BaseProcessor):
     # ---------------------------------------------------------------- routing of operations
     def _home_of(self, st: dict, ident: str, spec) -> int:
         """Decide (and record) where a newly registered query lives; adds join placements."""
-        from vigil.specs import BandJoinSpec, QuantileSpec, SubstreamFilterSpec, ThresholdSpec
+        from vigil.specs import BandJoinSpec, SubstreamFilterSpec, ThresholdSpec
 
         fam = spec.family
         if isinstance(spec, ThresholdSpec) and spec.repeat:  # alive after its maturities (shard_merge)
@@ -249,13 +250,11 @@ class ShardedProcessor(BaseProcessor):
         elif isinstance(spec, SubstreamFilterSpec):
             home, kind = ALL, SHARED
             st["sub"][ident] = [spec.key, spec.time_column]
-        elif isinstance(spec, QuantileSpec):  # one home per column: its queries share summaries there
-            home, kind = _h("quantiles\x1f" + spec.column, self.S), SPREAD
-        elif fam == "windows":  # one home per window group: its queries share one operator there
+        elif fam in ("windows", "quantiles"):  # one home per group: its queries share its operator there
             from vigil import registry
 
             params = json.dumps(registry.adapter(fam).params_of(spec), sort_keys=True)
-            home, kind = _h("windows\x1f" + params, self.S), SPREAD
+            home, kind = _h(fam + "\x1f" + params, self.S), SPREAD
         else:  # key-less threshold, window aggregates
             home, kind = _h(ident, self.S), SPREAD
         st["home"][ident], st["kind"][ident], st["fam"][ident] = home, kind, fam
