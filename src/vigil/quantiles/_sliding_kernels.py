@@ -169,13 +169,25 @@ def close_open(meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps):
             mi2[1, o] = bt
             j += 1
         o += 1
+    cw = tot = rs = 0  # the copy back computes the rank bounds and the coarse index (one pass: _ranks)
     for q in range(o):
-        mv[q] = mv2[q]
+        v = mv2[q]
+        if q > 0 and v != mv[q - 1]:
+            for k in range(rs, q):
+                mi[I_EL, k] = tot
+            cw = tot
+            rs = q
+        mv[q] = v
         mi[I_W, q] = mi2[0, q]
         mi[I_B, q] = mi2[1, q]
+        mi[I_LL, q] = cw
+        tot += mi2[0, q]
+        if q % G == 0:
+            mv2[q // G] = v  # q // G <= q: mv2's merged values up to q are read already
+    for k in range(rs, o):
+        mi[I_EL, k] = tot
     meta[M_T] = o
     meta[M_VER] += 1
-    _ranks(mv, mi, o, mv2)
     meta[M_MTOT] += c
     meta[M_UTOT] += gap - 1
     meta[M_OC] = 0
@@ -186,15 +198,28 @@ def close_open(meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps):
 def _remove_block(meta, blk, mv, mi, cv, b):
     t = meta[M_T]
     o = 0
+    cw = tot = rs = 0  # rank bounds and coarse index in the compaction pass (as _ranks)
     for i in range(t):
         if mi[I_B, i] != b:
-            mv[o] = mv[i]
-            mi[I_W, o] = mi[I_W, i]
+            v = mv[i]
+            if o > 0 and v != mv[o - 1]:
+                for k in range(rs, o):
+                    mi[I_EL, k] = tot
+                cw = tot
+                rs = o
+            mv[o] = v
+            w = mi[I_W, i]
+            mi[I_W, o] = w
             mi[I_B, o] = mi[I_B, i]
+            mi[I_LL, o] = cw
+            tot += w
+            if o % G == 0:
+                cv[o // G] = v
             o += 1
+    for k in range(rs, o):
+        mi[I_EL, k] = tot
     meta[M_T] = o
     meta[M_VER] += 1
-    _ranks(mv, mi, o, cv)
     meta[M_MTOT] -= blk[B_CNT, b]
     meta[M_UTOT] -= blk[B_UNC, b]
 
