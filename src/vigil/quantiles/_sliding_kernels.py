@@ -245,8 +245,18 @@ def expire(meta, ob, obs, blk, sv, si, mv, mi, cv, l0):
     if meta[M_OC] > 0 and meta[M_OLO] < l0:
         lo = _drop_before(meta, ob, obs, 0, M_OC, l0)
         meta[M_OLO] = lo if meta[M_OC] else -1
-    if meta[M_PC] > 0:
-        _drop_before(meta, ob, obs, 1, M_PC, l0)
+    pc = meta[M_PC]
+    if pc > 0:  # the front: read up to its first element before l0, compact from there
+        i = 0
+        while i < pc and obs[1, i] >= l0:
+            i += 1
+        o = i
+        for k in range(i + 1, pc):
+            if obs[1, k] >= l0:
+                ob[1, o] = ob[1, k]
+                obs[1, o] = obs[1, k]
+                o += 1
+        meta[M_PC] = o
     bh, bt = meta[M_BH], meta[M_BT]
     while bh < bt and blk[B_HI, bh] < l0:
         if bh >= meta[M_MH]:
