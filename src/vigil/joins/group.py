@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from ..errors import HistoryRefused
 from ..group import Codes, Cols, Group, monotone
+from ..keycodes import encode_rows
 from .keyed_band import KeyedBand
 from .selected import SelectedValues
 
@@ -132,13 +133,13 @@ class JoinGroup(Group):
         if self.key_kind == "num":
             key = cols.get(p[f"{sname}_on"], "num")[0][r]
         else:
-            key = self.codes.encode(cols.get(p[f"{sname}_on"], "key")[0][r])
+            key = encode_rows(self.codes, cols, p[f"{sname}_on"], r)
         names = p.get(f"{sname}_cols", [])
         attrs = np.empty((len(r), len(names)), np.float64)
         for j, c in enumerate(names):
             attrs[:, j] = cols.get(c, "num")[0][r]
         if p.get(f"{sname}_key") is not None:  # keyed band: the key's code is the one attribute
-            attrs = self.codes.encode(cols.get(p[f"{sname}_key"], "key")[0][r]).astype(np.float64).reshape(-1, 1)
+            attrs = encode_rows(self.codes, cols, p[f"{sname}_key"], r).astype(np.float64).reshape(-1, 1)
         times = cols.get(p["time_column"], "time")[0][r] if p.get("time_column") else None
         return key, attrs, times
 

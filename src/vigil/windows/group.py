@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..group import Codes, Group
+from ..keycodes import encode_rows
 from ..lookups import KeyRanks
 from ..specs import SubstreamFilterSpec, WindowAggregateSpec
 
@@ -106,7 +107,7 @@ class SubstreamGroup(Group):
         times = cols.get(self.params["time_column"], "time")[0][rows]
         if len(times):
             self.t_last = float(times[-1])
-        keys = self.codes.encode(cols.get(self.params["key"], "key")[0][rows])
+        keys = encode_rows(self.codes, cols, self.params["key"], rows)
         self.op.push(vals, times, keys, seqs)
 
     def lookup_many(self, qids, n):
