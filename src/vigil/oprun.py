@@ -236,6 +236,46 @@ def register_run(eng: Any, ops: list[dict], n: int) -> None:
 
 
 
+def terminate_run(eng: Any, ops: list[dict], n: int) -> None:
+    """Apply the terminations ``ops`` (parsed, in order) at position ``n``, exactly as
+    ``for op in ops: eng._apply(op, n)`` does, with one ``terminate_many`` call per group: each
+    operation is walked in order (an unknown id rejected in its place, the group of a known one
+    fed its deferred rows when first touched, as one by one: feeding may mature queries), and the
+    alive queries are handed to their groups at the end (terminations change no other group, and
+    a run of terminations emits nothing but those rejections). A query terminated twice, or one
+    that matured, is a no-op after the first. O(1) per operation plus one operator call per group."""
+    by_id, where, groups = eng.by_id, eng.where, eng.groups
+    per: dict[str, list[int]] = {}
+    done: set[int] = set()
+    applied = 0
+    for op in ops:
+        ident = op["id"]
+        qid = by_id.get(ident)
+        if qid is None:
+            eng._reject_op(op["at"], ident, f"id: unknown query id {ident!r}")
+            continue
+        applied += 1
+        if qid in done:
+            continue
+        key = where.get(qid)
+        if key is not None and key not in per:
+            key = eng._where(qid)  # its group fed first (once: later calls feed nothing)
+        if key is not None:
+            per.setdefault(key, []).append(qid)
+            done.add(qid)
+    for key, qids in per.items():
+        g = groups[key]
+        g.__dict__.pop("_chk", None)  # what it checks changes (as _ready(key) before each one)
+        g.__dict__.pop("_chk_refs", None)
+        g.terminate_many(qids)
+        for qid in qids:  # as _gone(qid) for each
+            del where[qid]
+        g.qids.difference_update(qids)
+        if not g.qids and not g.keeps_history:
+            del groups[key]
+    eng.counts["ops_applied"] += applied
+
+
 # ----------------------------------------------------------------------------- segments
 
 
