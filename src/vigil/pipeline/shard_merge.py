@@ -23,7 +23,8 @@ def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict,
     of join pairs). Shard 'late' events are dropped (the driver reports lateness globally); a
     row rejected by several shards is kept once; for shared queries, rejections are taken
     from shard 0, substream lookup answers are merged (union of keys) and join pairs / affected
-    events found on several shards are kept once. Quantile cluster numbers (a shard engine's
+    events found on several shards are kept once (only possible when a relation has several
+    placements: its rows then go to several shards). Quantile cluster numbers (a shard engine's
     own numbering) become number * shards + shard: unique in the run, as the contract asks."""
     alive: dict[str, int] = {}
     tabs: list[pa.Table] = []
@@ -89,7 +90,9 @@ def merge_outputs(results: list[tuple], driver_events: list[dict], st: dict,
                 keys.setdefault((r["at"], r["id"], nth[k], r["asked_at"]), set()).update(r["keys"] or [])
             extra.extend(_ev("answer", i, a, keys=sorted(ks), asked_at=asked) for (a, i, _, asked), ks in keys.items())
             keep &= ~answers
-        pairs = np.flatnonzero(keep & ((ev == "join") | (ev == "affected")))
+        rels = [p[0] for p in st.get("place", [])]  # a pair is found twice only if a relation's rows
+        twice = len(rels) != len(set(rels))  # go to several shards (two placements of one relation)
+        pairs = np.flatnonzero(keep & ((ev == "join") | (ev == "affected"))) if twice else []
         if len(pairs):
             sub = t.take(pa.array(pairs))
             code = np.asarray(pc.dictionary_encode(sub.column("id")).combine_chunks().indices.to_numpy(
