@@ -383,9 +383,8 @@ class Engine:
             n = max(at, self.position)
             j = i + 1
             kind = op["op"]
-            if kind == "register" or self.partial is None:
-                while j < len(todo) and todo[j][2]["op"] == kind and max(todo[j][0], self.position) == n:
-                    j += 1
+            while j < len(todo) and todo[j][2]["op"] == kind and max(todo[j][0], self.position) == n:
+                j += 1
             if kind == "register":
                 oprun.register_run(self, [t[2] for t in todo[i:j]], n)
             elif kind == "terminate" and j - i > 1:

@@ -30,14 +30,13 @@ def waiting(eng: Any, k0: int, upto: int, can_wait: dict) -> int:
     if None in qids:  # an unknown id is rejected in its place
         qids = qids[:qids.index(None)]
     keys = list(map(eng.where.get, qids))
-    groups, partial = eng.groups, eng.partial
+    groups = eng.groups
     bad = set()
     for key in set(keys):
         ok = can_wait.get(key)
         if ok is None:
             g = None if key is None else groups[key]
-            ok = can_wait[key] = not (g is None or partial is not None or g.ends_inside_segment
-                                      or not hasattr(g, "lookup_many"))
+            ok = can_wait[key] = not (g is None or g.ends_inside_segment or not hasattr(g, "lookup_many"))
         if not ok:
             bad.add(key)
     if bad:

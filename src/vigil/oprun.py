@@ -288,8 +288,7 @@ def deferrable(eng, upto: int) -> int:
       termination takes effect after element ``at``; applying it at the end of the segment instead
       only means dropping the query's outputs after ``at``, in groups whose queries never affect
       one another's outputs (``Group.independent``);
-    * lookups of alive queries (not in sharded mode, not of a group whose queries end inside a
-      segment): a lookup changes nothing, so it is answered after the segment's rows are judged,
+    * lookups of alive queries (not of a group whose queries end inside a segment): a lookup changes nothing, so it is answered after the segment's rows are judged,
       from its group fed the rows up to its position (:func:`lookups_inside`). Lookups and
       terminations never wait together: a termination applied where the segment's runs meet (a
       row judged after a threshold group is fed) feeds its group every row before it, past a
@@ -317,8 +316,7 @@ def deferrable(eng, upto: int) -> int:
             ok = can_wait.get(key)
             if ok is None:
                 g = None if key is None else groups[key]
-                ok = can_wait[key] = not (g is None or eng.partial is not None or g.ends_inside_segment
-                                          or not hasattr(g, "lookup_many"))
+                ok = can_wait[key] = not (g is None or g.ends_inside_segment or not hasattr(g, "lookup_many"))
             if not ok or left:
                 return k
             looked = True
