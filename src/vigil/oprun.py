@@ -288,8 +288,9 @@ def deferrable(eng, upto: int) -> int:
       termination takes effect after element ``at``; applying it at the end of the segment instead
       only means dropping the query's outputs after ``at``, in groups whose queries never affect
       one another's outputs (``Group.independent``);
-    * lookups of alive queries (not of a group whose queries end inside a segment): a lookup changes nothing, so it is answered after the segment's rows are judged,
-      from its group fed the rows up to its position (:func:`lookups_inside`). Lookups and
+    * lookups of alive queries (not of a group whose queries end inside a segment): a lookup
+      changes nothing, so it is answered after the segment's rows are judged, from its group fed
+      the rows up to its position (:func:`lookups_inside`). Lookups and
       terminations never wait together: a termination applied where the segment's runs meet (a
       row judged after a threshold group is fed) feeds its group every row before it, past a
       lookup still waiting in that group.

@@ -8,8 +8,9 @@ run of tuples the engine feeds at once) paid that for every one of them: O(updat
 Here the built indexes stay as they are between full builds:
 
 * a query registered meanwhile goes to a **shadow** operator (the class's ``shadow_cls``:
-  SJ-SelectFirst / WJ-SelectFirst, :mod:`vigil.joins.strategies`) that shares the stored tuples (the same ``_Side`` objects) and
-  holds only these queries: its index is rebuilt in O(d log d) for d shadow queries;
+  SJ-SelectFirst / WJ-SelectFirst, :mod:`vigil.joins.strategies`) that shares the stored tuples
+  (the same ``_Side`` objects) and holds only these queries: its index is rebuilt in
+  O(d log d) for d shadow queries;
 * a query of the built indexes terminated meanwhile is **dead**: removed from the operator's
   queries and plans' incremental structures at once, its pairs dropped from the built indexes'
   output until the next full build;
@@ -112,25 +113,26 @@ def _alive(op, q: np.ndarray) -> np.ndarray | None:
     return ~np.isin(q, np.fromiter(d, np.int64, len(d)))
 
 
+def _built(op):
+    """``op`` with its indexes marked for the queries it holds now (built at the probe)."""
+    if op._dirty:
+        op._queries_changed()
+        op._dirty = False
+    return op
+
+
 def probe(op, side, seqs, key, x, t, mode):
     """``op._probe_checked`` over the built indexes (dead queries' pairs dropped) and the shadow."""
     e = np.empty(0, np.int64)
     out = []
     if op.q:
-        if op._dirty:
-            op._queries_changed()
-            op._dirty = False
-        q, i, o, cnt = op._probe_checked(side, seqs, key, x, t, mode)
+        q, i, o, cnt = _built(op)._probe_checked(side, seqs, key, x, t, mode)
         keep = _alive(op, q)
         if keep is not None:
             q, i, o = q[keep], i[keep], o[keep]
         out.append((q, i, o, cnt))
     if pending(op):
-        sh = op._shadow
-        if sh._dirty:
-            sh._queries_changed()
-            sh._dirty = False
-        out.append(sh._probe_checked(side, seqs, key, x, t, mode))
+        out.append(_built(op._shadow)._probe_checked(side, seqs, key, x, t, mode))
     if not out:
         return e, e, e.copy(), 0
     if len(out) == 1:

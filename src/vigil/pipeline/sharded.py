@@ -255,7 +255,7 @@ class ShardedProcessor(BaseProcessor):
 
             params = json.dumps(registry.adapter(fam).params_of(spec), sort_keys=True)
             home, kind = _h(fam + "\x1f" + params, self.S), SPREAD
-        else:  # key-less threshold, window aggregates
+        else:  # key-less threshold
             home, kind = _h(ident, self.S), SPREAD
         st["home"][ident], st["kind"][ident], st["fam"][ident] = home, kind, fam
         st["alive"][ident] = -1
