@@ -132,3 +132,27 @@ def test_shadow_holds_registrations_between_builds():
     for q in range(65, 65 + _delta.limit(op)):
         op.register(q, select(f"q{q}", (0, 10), (None, None), 5))
     assert op._dirty and "_shadow" not in op.__dict__  # merged: the next probe rebuilds
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_delta_through_the_engine_agrees_with_the_oracle(seed, monkeypatch):
+    """vigil.checks' conformance run (the engine, snapshot and restore midway, every rejection)
+    on a join log with hundreds of queries registered and terminated between its rows, so that
+    the join groups' operators take updates into the shadow and as dead queries."""
+    from vigil.checks import check_family, random_log
+    from vigil.joins._base import JoinBase
+
+    used = []
+    add = _delta.add
+
+    def counting(op, *a):
+        took = add(op, *a)
+        used.append(took)
+        return took
+
+    monkeypatch.setattr(_delta, "add", counting)
+    monkeypatch.setattr(_delta, "DELTA_MIN", 4)  # the log's groups hold tens of queries each
+    check_family("joins", "dynamic", random_log("joins", seed, 1500, queries=400, lookups=0), cut=750)
+    assert sum(used) >= 20, sum(used)
+    assert JoinBase.shadow_cls is None  # the registered strategies set their own
