@@ -7,12 +7,7 @@ that must not change any output (a faster trigger list, a cheaper re-evaluation)
 Ties (clusters with equal deadlines) are taken in the order the heap's history left, and that
 order decides which clusters a merge boundary re-evaluates early: a trigger list that takes them
 otherwise changes these digests (the bucket queue of commit 609aadb, ties by cluster id, changed
-9 of the 15; it matched the heap with ties by cluster id in all 15).
-
-The three casu cluster digests were re-recorded when cluster mode's full re-evaluations stopped
-merging the pending elements (:mod:`vigil.quantiles._virtual`): the ``chunks`` stat (merges
-done) dropped, e.g. 363 -> 65 on uniform; with ``chunks`` left out of the digest every run,
-events and lookups included, equals the old one."""
+9 of the 15; it matched the heap with ties by cluster id in all 15)."""
 
 from __future__ import annotations
 
@@ -32,9 +27,9 @@ GOLDEN: dict[tuple[str, str, str], str] = {
     ('casu', 'query', 'uniform'): "23fbb80df8f97b4f",
     ('casu', 'query', 'semisort'): "170d8f2e8fad3f93",
     ('casu', 'query', 'dups'): "dd3e915b34adf910",
-    ('casu', 'cluster', 'uniform'): "1212354fac321c05",  # chunks: fewer merges (virtual re-evaluation)
-    ('casu', 'cluster', 'semisort'): "ce59cd45079aa626",  # chunks: fewer merges (virtual re-evaluation)
-    ('casu', 'cluster', 'dups'): "64da8cdedc01222d",  # chunks: fewer merges (virtual re-evaluation)
+    ('casu', 'cluster', 'uniform'): "082215ddde6bbc3e",
+    ('casu', 'cluster', 'semisort'): "68baddd35cff08df",
+    ('casu', 'cluster', 'dups'): "fdb7ca3063b339ef",
     ('csu', 'query', 'uniform'): "c67dc5128781e10e",
     ('csu', 'query', 'semisort'): "e7d06cbbb382ba75",
     ('csu', 'query', 'dups'): "a6476c7fb266e739",

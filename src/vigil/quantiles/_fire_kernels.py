@@ -125,35 +125,28 @@ def _reeval(v, lo, hi, pin, m, n, eps, keep, a, b, u, force, h):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def quick_ok(a, b, eps, u):
-    """Can :func:`_quick_lval` keep value u of a cluster with interval [a, b] (both rank bounds
-    finite, a value)?"""
-    return u == u and a > eps and b + eps < 1.0 and b - a + 2.0 * eps < 1.0
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _quick_lval(v, lo, hi, m, n, eps, keep, a, b, u, k, e, h, c):
+def _quick_lval(v, lo, hi, m, n, eps, keep, a, b, u, xs, p0, p1, h):
     """The L of a cluster's value u at n when the re-evaluation (:func:`_reeval`) provably keeps
     it, else -1, and the index of u's tuple (found from the hint h; -1 when none): the best tuple's
     L never exceeds L* = (w n + 1) / (1 - w), w = b - a + 2 eps (the largest min(alpha, beta) of
     eqs. (10)-(12) over any rank bounds r- <= r+), so u's L >= keep * L* means the keep rule keeps
-    u with the same deadline, without the search. u's rank bounds at n are its tuple's plus k, the
-    count of the elements not merged yet that are smaller (e of them equal u: an equal one precedes
-    u too, so then, or when u has no tuple, the full path runs). Needs :func:`quick_ok`; the
-    caller counts k and e (per cluster, from where its previous fire stopped counting). When u
-    has no tuple but e > 0 (c elements pending), u's tuple is the first pending element equal to
-    u, with the bounds the merge will give it (:mod:`._virtual`): r- = r-(q - 1) + k + 1,
-    r+ = r+(q) + k, q the first tuple >= u."""
+    u with the same deadline, without the search. u's rank bounds at n are its tuple's plus the
+    count of the elements not merged yet (xs[p0:p1]) that are smaller (an equal one precedes it
+    too: then, or when u has no tuple, the full path runs)."""
     w = b - a + 2.0 * eps
-    q = search_from(v, m, u, h)
-    if q < m and v[q] == u:
-        if e > 0:
-            return -1.0, q
-        Lk = lval(lo[q] + k, hi[q] + k, a, b, eps, n)
-    elif e > 0:
-        Lk = lval((lo[q - 1] if q > 0 else 0) + k + 1, hi[q] + k if q < m else n - c + k + 1, a, b, eps, n)
-    else:
+    if u != u or a <= eps or b + eps >= 1.0 or w >= 1.0:
         return -1.0, -1
+    q = search_from(v, m, u, h)
+    if q >= m or v[q] != u:
+        return -1.0, -1
+    k = 0
+    e = 0
+    for t in range(p0, p1):
+        k += xs[t] < u
+        e += xs[t] == u
+    if e > 0:
+        return -1.0, q
+    Lk = lval(lo[q] + k, hi[q] + k, a, b, eps, n)
     if Lk >= 0.0 and Lk >= keep * ((w * n + 1.0) / (1.0 - w)) * (1.0 + 1e-9) + 1e-6:
         return Lk, q
     return -1.0, q

@@ -65,7 +65,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._fire_kernels import _kept_lval_at, _last_equal_from, _quick_lval, _reeval, quick_ok, unpin
+from ._fire_kernels import _kept_lval_at, _last_equal_from, _quick_lval, _reeval, unpin
 from ._gk_kernels import (
     INF_DEADLINE,
     best_tuple,
@@ -77,7 +77,6 @@ from ._gk_kernels import (
     period_chunk,
 )
 from ._updates import lookup_many, order_updates
-from ._virtual import apply_pins, reeval_v, sort_in
 
 # meta slots
 M_M, M_N, M_NEXT, M_PERIOD, M_HSIZE, M_NOUT, M_EVALS, M_FIRES, M_CHANGES, M_WALKS, M_CHUNKS = range(11)
@@ -354,22 +353,6 @@ def _flush(xs, p0, p1, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt):
 
 
 @numba.njit(cache=True, nogil=True)
-def _flush_d(xs, p0, p1, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt, ps, pp, pc, pq, tmp, nd):
-    """:func:`_flush` in cluster mode: pending elements a virtual re-evaluation already sorted into
-    ``ps`` (``pc`` of them, up to xs[pq]) are merged from there, and the deferred pins put on
-    their tuples (:mod:`._virtual`)."""
-    if pc > 0:
-        pc = sort_in(ps, pp, pc, xs, pq, p1, tmp)
-        meta[M_CHUNKS] += 1
-        m = merge_inplace(v, lo, hi, pin, m, n - pc, ps[:pc])
-        if nd > 0:
-            apply_pins(v, pin, m, ps, pp, pc)
-    else:
-        m = _flush(xs, p0, p1, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
-    return m
-
-
-@numba.njit(cache=True, nogil=True)
 def _any_expired(heap, cdead, cat, size, n):
     """Algorithm 3's global trigger: an evaluated cluster's deadline expired (a cluster a
     registration created or changed, ``cat`` < 0, is re-evaluated on its own)."""
@@ -399,17 +382,6 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
     sbuf = np.empty(SMALL, np.float64)
     defer = mode == 0 and lazy < 0
     hint = np.zeros(cval.shape[0], np.int64)  # per cluster: index of its value's tuple at its last fire
-    kbase = np.full(cval.shape[0], -1, np.int64)  # per cluster: p0 when it last counted pending elements,
-    kpos = np.zeros(cval.shape[0], np.int64)  # up to where, and how many were below / equal to its value
-    kcnt = np.zeros(cval.shape[0], np.int64)
-    keq = np.zeros(cval.shape[0], np.int64)
-    # cluster mode: xs[p0:pq] sorted into ps[:pc] by virtual re-evaluations; pins of pending elements
-    ps = np.empty(meta[M_PERIOD] + 1 if defer else 1, np.float64)
-    tmp = np.empty(ps.shape[0], np.float64)
-    pc = 0
-    pq = 0
-    pp = np.zeros(ps.shape[0], np.int64)
-    nd = 0
     while p < total:
         size = meta[M_HSIZE]
         if meta[M_NOUT] + 2 * nlive + 2 > out_q.shape[0]:
@@ -425,9 +397,8 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
         p += c
         boundary = False
         if n >= meta[M_NEXT] or not defer or size == 0:
-            m = _flush_d(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt, ps, pp, pc, pq, tmp, nd)
-            p0 = pq = p
-            pc = nd = 0
+            m = _flush(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
+            p0 = p
         if n >= meta[M_NEXT]:
             m = compress(v, lo, hi, pin, m, n, eps)
             while meta[M_NEXT] <= n:
@@ -448,24 +419,8 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                 if hz != n and cat[cl] == n:
                     break
                 Lq = -1.0
-                if cqk[cl] and cdead[cl] < hz and not cforce[cl] and quick_ok(ca[cl], cb[cl], eps, cval[cl]):
-                    # the pending elements below / equal to the value, counted on from the
-                    # cluster's previous fire while no merge came between (kbase: p0 then)
-                    u = cval[cl]
-                    if kbase[cl] != p0:
-                        kbase[cl] = p0
-                        kpos[cl] = p0
-                        kcnt[cl] = 0
-                        keq[cl] = 0
-                    k = kcnt[cl]
-                    e = keq[cl]
-                    for t in range(kpos[cl], p):
-                        k += xs[t] < u
-                        e += xs[t] == u
-                    kcnt[cl] = k
-                    keq[cl] = e
-                    kpos[cl] = p
-                    Lq, qi = _quick_lval(v, lo, hi, m, n, eps, keep, ca[cl], cb[cl], u, k, e, hint[cl], p - p0)
+                if cqk[cl] and cdead[cl] < hz and not cforce[cl]:
+                    Lq, qi = _quick_lval(v, lo, hi, m, n, eps, keep, ca[cl], cb[cl], cval[cl], xs, p0, p, hint[cl])
                     if qi >= 0:
                         hint[cl] = qi
                 meta[M_FIRES] += 1
@@ -473,17 +428,13 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                 if Lq >= 0.0:  # kept, no search, no merge
                     cdead[cl] = deadline(Lq, n)
                 else:
+                    if p0 < p:  # the full re-evaluation needs the summary at n
+                        m = _flush(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
+                        p0 = p
                     u = cval[cl]
-                    if p0 < p:  # the summary at n: its tuples and the pending elements, merged virtually
-                        pc = sort_in(ps, pp, pc, xs, pq, p, tmp)
-                        pq = p
-                        nv, cdead[cl], ch, hint[cl], nd = reeval_v(v, lo, hi, pin, m, ps, pp, pc, n, eps, keep, ca[cl],
-                                                                   cb[cl], u, cforce[cl], hint[cl], nd)
-                    else:
-                        nv, cdead[cl], ch, hint[cl] = _reeval(v, lo, hi, pin, m, n, eps, keep, ca[cl], cb[cl], u,
-                                                              cforce[cl], hint[cl])
+                    nv, cdead[cl], ch, hint[cl] = _reeval(v, lo, hi, pin, m, n, eps, keep, ca[cl], cb[cl], u, cforce[cl],
+                                                          hint[cl])
                     cqk[cl] = not ch
-                    kbase[cl] = -1
                     if ch:
                         meta[M_CHANGES] += 1
                         cval[cl] = nv
@@ -538,7 +489,7 @@ def process(xs, v, lo, hi, pin, ov, olo, ohi, opin, meta, eps, mode, keep, mkeep
                     for t in range(size // 2 - 1, -1, -1):
                         sift_down(heap, hpos, ckey, t, size)
     if p0 < p:
-        m = _flush_d(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt, ps, pp, pc, pq, tmp, nd)
+        m = _flush(xs, p0, p, v, lo, hi, pin, m, n, sbuf, meta, pre, pf, pt)
     meta[M_M] = m
     meta[M_N] = n
     return p, swapped
