@@ -27,6 +27,11 @@ def _live(op: Sliding) -> dict:
     m[K.M_SH] -= sh
     m[K.M_ST] -= sh
     m[K.M_NOUT] = 0  # the last push's output count (scratch)
+    # caches of the sweeps' held-value counts (kept only by the operator's own push: its ring)
+    m[K.M_XACT:K.M_RA + 1] = 0
+    qi = s["qi"].copy()
+    qi[[K.Q_HINT, K.Q_VER]] = 0
+    s = {k: v for k, v in s.items() if k not in ("ring_v", "ring_q")} | {"qi": qi}
     oc, pc = int(m[K.M_OC]), int(m[K.M_PC])  # the open block and the front: their used prefixes
     ob = np.concatenate([s["ob"][0, :oc], s["ob"][1, :pc]])
     obs = np.concatenate([s["obs"][0, :oc], s["obs"][1, :pc]])

@@ -51,7 +51,8 @@ import numpy as np
 M_N, M_OC, M_OLO, M_OHI, M_BH, M_BT, M_MH, M_T, M_MTOT, M_UTOT, M_SH, M_ST, M_HS, M_NOUT, M_W, M_B = range(16)
 M_EVALS, M_NPUSHED, M_PC, M_FX, M_L0, M_SEARCHES, M_VER = range(16, 23)
 M_FIRST, M_GDEAD, M_NMAT, M_SWEEPS = range(23, 27)  # notify sweeps (:mod:`._sliding_notify`)
-META_SIZE = 27
+M_XACT, M_RT, M_RE, M_RP, M_RA = range(27, 32)  # the sweeps' kept counts and their ring (:mod:`._sliding_notify`)
+META_SIZE = 32
 B_LO, B_HI, B_CNT, B_OFF, B_LEN, B_UNC = range(6)
 I_W, I_B, I_LL, I_EL = range(4)
 Q_START, Q_VEXP, Q_DEAD, Q_ON, Q_HINT, Q_VER = range(6)  # hint: the held value's merged index at version

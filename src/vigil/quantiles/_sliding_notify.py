@@ -56,11 +56,16 @@ from ._sliding_kernels import (
     M_OHI,
     M_OLO,
     M_PC,
+    M_RA,
+    M_RE,
+    M_RP,
+    M_RT,
     M_SEARCHES,
     M_SWEEPS,
     M_T,
     M_VER,
     M_W,
+    M_XACT,
     Q_DEAD,
     Q_HINT,
     Q_ON,
@@ -202,9 +207,31 @@ def _is_mature(meta, qi, s, n):
 
 
 @numba.njit(**_NJ)
-def sweep(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, mat, n, i, oslot, ooff, oval):
+def _deltas(meta, hv, hq):
+    """The values that entered and left the window since the last sweep (sorted), from the ring of
+    the elements pushed (:func:`push_x`); the ring's last-sweep marks move to now."""
+    mask = len(hv) - 1
+    rt, re, rp, ra = meta[M_RT], meta[M_RE], meta[M_RP], meta[M_RA]
+    a0 = max(ra, re)
+    arr = np.empty(max(np.int64(0), rt - a0))
+    for j in range(a0, rt):
+        arr[j - a0] = hv[j & mask]
+    x1 = min(re, ra)
+    exp = np.empty(max(np.int64(0), x1 - rp))
+    for j in range(rp, x1):
+        exp[j - rp] = hv[j & mask]
+    meta[M_RP] = re
+    meta[M_RA] = rt
+    return np.sort(arr), np.sort(exp)
+
+
+@numba.njit(**_NJ)
+def sweep(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, mat, n, i, oslot, ooff, oval, hv, hq, xact):
     """Re-evaluate the mature queries due before n + HORIZON at position n (module doc); drops
-    terminated ones; writes the changes as outputs at batch offset i."""
+    terminated ones; writes the changes as outputs at batch offset i. With ``xact`` (exact blocks,
+    the ring of :func:`push_x`) every mature query keeps its held value's exact counts
+    (Q_HINT: values below, Q_VER: values at or below; Q_VER -1: not kept), brought forward here by
+    the window's arrivals and expiries since the last sweep instead of searched again."""
     meta[M_SWEEPS] += 1
     m = meta[M_NMAT]
     _sort_mature(qf, mat, m)
@@ -212,6 +239,14 @@ def sweep(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, mat, n, i, oslot, ooff
     je, open_in, front_in, xmin, xmax, nmin, unc = window(meta, blk, lq)
     nmax = nmin - xmin + xmax
     cursors = je == meta[M_MH]  # the window holds every merged block (always, past the first W positions)
+    exact = xact and cursors and unc == 0 and xmax == 0
+    if xact:
+        arr, exp = _deltas(meta, hv, hq)
+    else:
+        arr = exp = np.empty(0)
+    na = len(arr)
+    nx = len(exp)
+    pal = pae = pxl = pxe = 0
     t = meta[M_T]
     oc = meta[M_OC] if open_in else 0
     pc = meta[M_PC] if front_in else 0
@@ -227,15 +262,34 @@ def sweep(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, mat, n, i, oslot, ooff
             continue
         mat[o] = s
         o += 1
+        last = qf[F_LAST, s]
+        kept = exact and qi[Q_VER, s] >= 0 and last == last
+        if kept:  # the held values ascend along mat: cursors over the sorted arrivals and expiries
+            while pal < na and arr[pal] < last:
+                pal += 1
+            pae = max(pae, pal)
+            while pae < na and arr[pae] <= last:
+                pae += 1
+            while pxl < nx and exp[pxl] < last:
+                pxl += 1
+            pxe = max(pxe, pxl)
+            while pxe < nx and exp[pxe] <= last:
+                pxe += 1
+            qi[Q_HINT, s] += pal - pxl
+            qi[Q_VER, s] += pae - pxe
+        elif not exact:
+            qi[Q_VER, s] = -1
         if qi[Q_DEAD, s] >= hz:
             gd = min(gd, qi[Q_DEAD, s])
             continue
         meta[M_EVALS] += 1
-        last = qf[F_LAST, s]
         held = last == last and n <= qi[Q_VEXP, s] and nmax > 0
         cl = ce = 0
         if held:
-            if cursors:  # the held values ascend along mat: cursors (module doc)
+            if kept:
+                cl = qi[Q_HINT, s]
+                ce = qi[Q_VER, s]
+            elif cursors:  # the held values ascend along mat: cursors (module doc)
                 a = _gallop(mv, a, t, last, True)
                 if a < t:
                     cl = mi[I_LL, a]
@@ -254,6 +308,9 @@ def sweep(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, mat, n, i, oslot, ooff
                     ce += fe
             else:
                 cl, ce = _counts(meta, ob, blk, sv, si, mv, mi, cv, je, open_in, front_in, last, -1)
+            if exact and not kept:
+                qi[Q_HINT, s] = cl
+                qi[Q_VER, s] = ce
         if nmax == 0:
             qi[Q_DEAD, s] = n
             changed, val = last == last, np.nan
@@ -271,6 +328,7 @@ def sweep(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, mat, n, i, oslot, ooff
             oslot[q], ooff[q], oval[q] = s, i, val
             meta[M_NOUT] = q + 1
             qf[F_LAST, s] = val
+            qi[Q_VER, s] = -1
         gd = min(gd, qi[Q_DEAD, s])
     meta[M_NMAT] = o
     meta[M_GDEAD] = gd
@@ -278,11 +336,26 @@ def sweep(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, mat, n, i, oslot, ooff
 
 @numba.njit(**_NJ)
 def push(x, seqs, p0, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive, oslot, ooff, oval):
+    """:func:`push_x` without the ring of elements (the mature queries' counts are searched at
+    each evaluation; the operator's kept counts are given up: M_XACT 0)."""
+    meta[M_XACT] = 0
+    ring = np.empty(1)
+    return push_x(x, seqs, p0, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive, oslot,
+                  ooff, oval, ring, np.zeros(1, np.int64))
+
+
+@numba.njit(**_NJ)
+def push_x(x, seqs, p0, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive, oslot, ooff, oval,
+           hv, hq):
     """Insert x[p0:] (NaN: a position without element) and run the due notify evaluations (the
     mature queries' sweep, then the young ones' heap); stops early (returning the index reached)
-    when the output buffers could overflow."""
+    when the output buffers could overflow. With meta[M_XACT] (exact blocks), the elements are
+    kept in the ring hv/hq (values, seqs; absolute indices masked by its power-of-two length) from
+    the window's left end at the last sweep on (:func:`sweep`)."""
     w = meta[M_W]
     bsz = meta[M_B]
+    xact = meta[M_XACT] == 1
+    mask = len(hv) - 1
     for i in range(p0, len(x)):
         if meta[M_NOUT] + nlive + 1 > len(oslot):
             return i
@@ -302,11 +375,25 @@ def push(x, seqs, p0, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi,
             obs[0, k] = n
             meta[M_OC] = oc + 1
             meta[M_OHI] = n
+            if xact:
+                rt = meta[M_RT]
+                hv[rt & mask] = v
+                hq[rt & mask] = n
+                meta[M_RT] = rt + 1
         meta[M_N] = n
         meta[M_NPUSHED] += 1
         expire(meta, ob, obs, blk, sv, si, mv, mi, mv2, n - w + 1)
+        if xact:
+            re = meta[M_RE]
+            rt = meta[M_RT]
+            while re < rt and hq[re & mask] <= n - w:
+                re += 1
+            meta[M_RE] = re
+            if meta[M_NMAT] == 0:  # no kept counts: the ring holds the window only
+                meta[M_RP] = re
+                meta[M_RA] = rt
         if meta[M_NMAT] > 0 and meta[M_GDEAD] < n:
-            sweep(meta, ob, obs, blk, sv, si, mv, mi, mv2, qf, qi, mat, n, i, oslot, ooff, oval)
+            sweep(meta, ob, obs, blk, sv, si, mv, mi, mv2, qf, qi, mat, n, i, oslot, ooff, oval, hv, hq, xact)
         hs = meta[M_HS]
         while hs > 0 and qi[Q_DEAD, heap[0]] < n:
             s, hs = _heap_pop(heap, qi, hs)
@@ -325,6 +412,7 @@ def push(x, seqs, p0, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi,
                 mat[nm] = s
                 meta[M_NMAT] = nm + 1
                 meta[M_GDEAD] = min(meta[M_GDEAD], qi[Q_DEAD, s])
+                qi[Q_VER, s] = -1  # Q_HINT/Q_VER: the young query's merged index, kept counts from now on
             else:
                 hs = _heap_push_i(heap, qi, hs, s)
         meta[M_HS] = hs

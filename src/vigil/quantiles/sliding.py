@@ -70,6 +70,9 @@ class Sliding(QuantileOperator):
         self.meta[K.M_B] = self.B
         self.meta[K.M_FX] = -1
         self.meta[K.M_GDEAD] = SN.BIG
+        # exact blocks (one sample per element): the sweeps keep the held values' counts (:mod:`._sliding_notify`)
+        self.meta[K.M_XACT] = int(rows is not None and int(self.eps * self.B / 2.0) <= 1)
+        self.hv, self.hq = np.empty(64), np.zeros(64, np.int64)  # its ring of the window's elements
         cap = min(self.B + 1, 64)  # grows with the open block (a rows window may be 2^53 long)
         self.ob = np.empty((2, cap))
         self.obs = np.zeros((2, cap), np.int64)
@@ -211,6 +214,16 @@ class Sliding(QuantileOperator):
             self.mv, self.mi = mv, mi
             self.mv2, self.mi2 = np.empty(cap), np.zeros((2, cap), np.int64)
             K._ranks(self.mv, self.mi, t, self.mv2)  # mv2 holds the coarse index between merges
+        if m[K.M_XACT]:  # the ring: the elements from the window's left end at the last sweep on
+            rp, rt = int(m[K.M_RP]), int(m[K.M_RT])
+            need = rt - rp + k + 2
+            if need > len(self.hv):
+                cap = 1 << int(2 * need - 1).bit_length()
+                idx = np.arange(rp, rt, dtype=np.int64)
+                hv, hq = np.empty(cap), np.zeros(cap, np.int64)
+                hv[idx & (cap - 1)] = self.hv[idx & (len(self.hv) - 1)]
+                hq[idx & (cap - 1)] = self.hq[idx & (len(self.hv) - 1)]
+                self.hv, self.hq = hv, hq
 
     # ------------------------------------------------------------------ elements
     def push(self, values: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -241,9 +254,9 @@ class Sliding(QuantileOperator):
         p = 0
         while p < len(x):
             oslot, ooff, oval = self.out
-            p = int(SN.push(x, seqs, p, self.meta, self.ob, self.obs, self.blk, self.sv, self.si, self.mv, self.mi,
-                            self.mv2, self.mi2, self.eps, self.qf, self.qi, self.heap, self.mat, self.nlive, oslot, ooff,
-                            oval))
+            p = int(SN.push_x(x, seqs, p, self.meta, self.ob, self.obs, self.blk, self.sv, self.si, self.mv, self.mi,
+                              self.mv2, self.mi2, self.eps, self.qf, self.qi, self.heap, self.mat, self.nlive, oslot,
+                              ooff, oval, self.hv, self.hq))
             if p < len(x):
                 k = int(self.meta[K.M_NOUT])
                 cap = 2 * (len(oslot) + self.nlive + 1)
@@ -322,10 +335,16 @@ class Sliding(QuantileOperator):
             "mv": self.mv[:t].copy(), "mi": self.mi[:, :t].copy(),
             "qf": self.qf.copy(), "qi": self.qi.copy(), "heap": self.heap.copy(), "mat": self.mat.copy(), "slot_qid": self.slot_qid.copy(),
             "nslots": self.nslots, "nlive": self.nlive, "first_seq": self.first_seq,
+            "ring_v": self._ring()[0], "ring_q": self._ring()[1],
             "qids": np.array(qs, np.int64), "phi": np.array([self.q[q][0] for q in qs]),
             "eps_q": np.array([self.q[q][1] for q in qs]), "start": np.array([self.q[q][2] for q in qs], np.int64),
             "notify": np.array([self.q[q][3] for q in qs], bool), "slot": np.array([self.q[q][4] for q in qs], np.int64),
         }
+
+    def _ring(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ring's live part (from the window's left end at the last sweep), in order."""
+        idx = np.arange(int(self.meta[K.M_RP]), int(self.meta[K.M_RT]), dtype=np.int64) & (len(self.hv) - 1)
+        return self.hv[idx], self.hq[idx]
 
     @classmethod
     def from_state(cls, s: dict[str, Any]) -> Sliding:
@@ -344,6 +363,14 @@ class Sliding(QuantileOperator):
         op.mv2, op.mi2 = np.empty(len(op.mv)), np.zeros((2, len(op.mv)), np.int64)
         K._ranks(op.mv, op.mi, int(op.meta[K.M_T]), op.mv2)
         op.nslots, op.nlive, op.first_seq = int(s["nslots"]), int(s["nlive"]), int(s["first_seq"])
+        if "ring_v" in s and op.meta[K.M_XACT]:  # its indices from 0 on
+            hv, hq = np.asarray(s["ring_v"], np.float64), np.asarray(s["ring_q"], np.int64)
+            cap = 1 << int(2 * len(hv) + 1).bit_length()
+            op.hv, op.hq = np.empty(cap), np.zeros(cap, np.int64)
+            op.hv[:len(hv)], op.hq[:len(hv)] = hv, hq
+            op.meta[K.M_RT:K.M_RA + 1] -= op.meta[K.M_RP]
+        else:  # a snapshot without the ring (or kept counts): the counts are searched at each evaluation
+            op.meta[K.M_XACT] = 0
         for q, phi, e, st, nt, sl in zip(s["qids"].tolist(), s["phi"].tolist(), s["eps_q"].tolist(),
                                          s["start"].tolist(), s["notify"].tolist(), s["slot"].tolist(), strict=True):
             op.q[q] = (phi, e, st, bool(nt), sl)
