@@ -116,7 +116,12 @@ def _search(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, s, n, je, open_in, f
     sets slot s's deadline, returns (changed, value)."""
     w = meta[M_W]
     meta[M_SEARCHES] += 1
-    bv, bd, bl = best(meta, ob, obs, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xmax, tmin, tmax)
+    if meta[M_T] == 0 and open_in and not front_in and unc == 0 and xmax == 0 and tmin == tmax:
+        # the window is the open block, exact (its first B positions): its element at the target rank
+        j = min(np.int64(tmin), meta[M_OC]) - 1
+        bv, bd, bl = ob[0, j], 0.0, obs[0, j]
+    else:
+        bv, bd, bl = best(meta, ob, obs, blk, sv, si, mv, mi, cv, je, open_in, front_in, unc, xmax, tmin, tmax)
     if bv != bv:
         qi[Q_DEAD, s] = n
         return last == last, np.nan
