@@ -27,7 +27,7 @@ import gc
 import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
-from itertools import pairwise
+from itertools import pairwise, repeat
 from typing import Any
 
 import numpy as np
@@ -69,12 +69,23 @@ def parse_op(raw: Any) -> tuple[dict, str | None]:
     return check_op(raw)
 
 
-def parse_ops(raws: list) -> list[tuple[dict, str | None]]:
-    """``[parse_op(raw) for raw in raws]``, the JSON lines decoded in one pass."""
+def parse_ops(raws: list, vector: bool = True) -> list[tuple[dict, str | None]]:
+    """``[parse_op(raw) for raw in raws]``, the JSON lines decoded in one pass. Plain lookup lines
+    (:func:`vigil.jsonline.lookup_lines`) are recognized and decoded as columns when every raw is
+    a text line (``vector``), the other lines one by one, in their places."""
     out: list[tuple[dict, str | None]] = []
     if not any(isinstance(r, str | bytes) for r in raws):
         return [check_op(r) for r in raws]
     texts = [r for r in raws if isinstance(r, str | bytes)]
+    if vector and len(texts) >= jsonline.LOOKUP_MIN and set(map(type, raws)) == {str}:
+        got = jsonline.lookup_lines(texts)
+        if got is not None:
+            ops, rest = got
+            out = list(zip(ops, repeat(None)))
+            if rest:
+                for i, r in zip(rest, parse_ops([texts[i] for i in rest], False), strict=True):
+                    out[i] = r
+            return out
     dec = iter(jsonline.loads_many(texts))
     app, fields_of, ids_ops = out.append, OP_FIELDS.get, _ID_OPS
     for r in raws:
