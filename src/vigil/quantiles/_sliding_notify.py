@@ -42,6 +42,7 @@ from ._sliding_kernels import (
     I_EL,
     I_LL,
     M_B,
+    M_BT,
     M_EVALS,
     M_FIRST,
     M_GDEAD,
@@ -116,8 +117,9 @@ def _search(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, s, n, je, open_in, f
     sets slot s's deadline, returns (changed, value)."""
     w = meta[M_W]
     meta[M_SEARCHES] += 1
-    if meta[M_T] == 0 and open_in and not front_in and unc == 0 and xmax == 0 and tmin == tmax:
-        # the window is the open block, exact (its first B positions): its element at the target rank
+    if je == meta[M_BT] and open_in and not front_in and unc == 0 and xmax == 0 and tmin == tmax:
+        # the window is the open block, exact (the first B positions, or a young query's until the
+        # next block closes): its element at the target rank
         j = min(np.int64(tmin), meta[M_OC]) - 1
         bv, bd, bl = ob[0, j], 0.0, obs[0, j]
     else:
