@@ -23,6 +23,13 @@ Two schedules share that rule:
   start (and never back). Every query is evaluated at or before its deadline, each with the
   same rule as alone, so the contract's bound holds at every position as before.
 
+With exact blocks (meta M_XACT) the mature queries also keep their held value's exact counts
+(qi Q_HINT: values below, Q_VER: at or below; -1: not kept, Q_HINT/Q_VER being a young query's
+merged-array hint until then): :func:`push_x` keeps the elements pushed in a ring (values and
+seqs, from the window's left end at the last sweep on), and each sweep moves every kept count by
+the values that entered and left the window since the last one (:func:`_deltas`), so a check
+costs a few comparisons. :func:`push` (the per-key kernel's) has no ring and clears M_XACT.
+
 Positions without element (NaN) move the window and run the due evaluations as any position.
 """
 
