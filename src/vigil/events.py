@@ -202,10 +202,17 @@ def jsonl_lines(table: pa.Table) -> list[str]:
         return []
     if not set(OUTPUT_SCHEMA.names) <= set(table.column_names):
         table = conform_outputs(table)
-    ev, ids, at = (table.column(c).to_pylist() for c in ("event", "id", "at"))
-    tx = {x: json.dumps(x) for x in set(ev).union(ids)}  # (None: "null")
-    at_t = list(map(str, at)) if table.column("at").null_count == 0 else \
-        ["null" if a is None else str(a) for a in at]
+    big = n >= 1024  # the lines joined by Arrow, one text array per column (~2x faster)
+    if big:
+        ev_t, id_t, tx = _json_texts(table.column("event")), _json_texts(table.column("id")), {}
+        at_t = pc.cast(table.column("at"), pa.string())
+        if table.column("at").null_count:
+            at_t = pc.fill_null(at_t, "null")
+    else:
+        ev, ids, at = (table.column(c).to_pylist() for c in ("event", "id", "at"))
+        tx = {x: json.dumps(x) for x in set(ev).union(ids)}  # (None: "null")
+        at_t = list(map(str, at)) if table.column("at").null_count == 0 else \
+            ["null" if a is None else str(a) for a in at]
     tails = [', "value": ' + v for v in _num_texts(table.column("value"))]
     valued = np.asarray(pc.fill_null(pc.is_in(table.column("event"), value_set=pa.array(_VALUE_EVENTS)),
                                       False).to_numpy(zero_copy_only=False), bool)
@@ -218,14 +225,32 @@ def jsonl_lines(table: pa.Table) -> list[str]:
     if asked.null_count < n:
         for i in np.flatnonzero(valued & np.asarray(asked.is_valid().to_numpy(zero_copy_only=False), bool)).tolist():
             tails[i] = f', "asked_at": {asked[i].as_py()}' + tails[i]
-    out = [f'{{"event": {e}, "id": {i}, "at": {a}{t}}}\n' for e, i, a, t in
-           zip(map(tx.__getitem__, ev), map(tx.__getitem__, ids), at_t, tails, strict=True)]
+    if big:
+        out = pc.binary_join_element_wise('{"event": ', ev_t, ', "id": ', id_t, ', "at": ', at_t.combine_chunks(),
+                                          pa.array(tails, pa.string()), "}\n", "").to_pylist()
+    else:
+        out = [f'{{"event": {e}, "id": {i}, "at": {a}{t}}}\n' for e, i, a, t in
+               zip(map(tx.__getitem__, ev), map(tx.__getitem__, ids), at_t, tails, strict=True)]
     other = np.flatnonzero(~valued)
     if len(other):
         rows = table.take(pa.array(other)).to_pylist()
+        if big:
+            tx = {x: json.dumps(x) for r in rows for x in (r["event"], r["id"])}
         for i, row in zip(other.tolist(), rows, strict=True):
             out[i] = _line(row, tx)
     return out
+
+
+def _json_texts(col: pa.ChunkedArray) -> pa.Array:
+    """``json.dumps`` of every value of a string column (null: "null"), as an Arrow array: one
+    dump per distinct value, taken by Arrow."""
+    enc = col.combine_chunks().dictionary_encode()
+    texts = [json.dumps(x) for x in enc.dictionary.to_pylist()]
+    idx = enc.indices
+    if idx.null_count:
+        idx = pc.fill_null(idx, len(texts))
+        texts.append("null")
+    return pa.array(texts, pa.string()).take(idx)
 
 
 def _key_texts(keys: pa.ChunkedArray) -> list[str | None]:

@@ -74,10 +74,14 @@ def parse_ops(raws: list, vector: bool = True) -> list[tuple[dict, str | None]]:
     (:func:`vigil.jsonline.lookup_lines`) are recognized and decoded as columns when every raw is
     a text line (``vector``), the other lines one by one, in their places."""
     out: list[tuple[dict, str | None]] = []
-    if not any(isinstance(r, str | bytes) for r in raws):
+    lines = set(map(type, raws)) == {str}
+    if lines:
+        texts = raws
+    elif not any(isinstance(r, str | bytes) for r in raws):
         return [check_op(r) for r in raws]
-    texts = [r for r in raws if isinstance(r, str | bytes)]
-    if vector and len(texts) >= jsonline.LOOKUP_MIN and set(map(type, raws)) == {str}:
+    else:
+        texts = [r for r in raws if isinstance(r, str | bytes)]
+    if vector and lines and len(texts) >= jsonline.LOOKUP_MIN:
         got = jsonline.lookup_lines(texts)
         if got is not None:
             ops, rest = got

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import operator
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 Entry = tuple[int, int, Any]
@@ -43,8 +44,10 @@ class Pending:
         if not entries:
             return
         items = self._items[self._head:] if self._head else self._items
+        ordered = not items or _order(items[-1]) <= _order(entries[0])
         items.extend(entries)
-        items.sort(key=_order)  # two sorted runs: linear for timsort
+        if not (ordered and _in_order(entries)):
+            items.sort(key=_order)  # two sorted runs: linear for timsort
         self._items, self._head = items, 0
 
     def peek(self, i: int, j: int) -> list[Entry]:
@@ -67,5 +70,13 @@ class Pending:
         return bisect.bisect_right(self._items, at, lo=self._head, key=_at) - self._head
 
 
+def _in_order(entries: list[Entry]) -> bool:
+    """Whether ``entries`` are sorted by (at, arrival), checked without building a key per entry
+    (``at`` ascending and arrival numbers increasing: the common case of a batch of operations)."""
+    ats, arr = list(map(_at, entries)), list(map(_arrival, entries))
+    return all(map(operator.le, ats, islice(ats, 1, None))) and all(map(operator.lt, arr, islice(arr, 1, None)))
+
+
 _at = operator.itemgetter(0)  # an entry's at
+_arrival = operator.itemgetter(1)
 _order = operator.itemgetter(0, 1)  # its (at, arrival)

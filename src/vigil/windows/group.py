@@ -5,6 +5,7 @@ time column); keys dictionary-encoded to int64 codes)."""
 from __future__ import annotations
 
 import math
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -59,8 +60,7 @@ class WindowGroup(Group):
         self.op.push(vals, seqs, times)
 
     def lookup_many(self, qids: np.ndarray, n: int) -> list[tuple[float | None, list[str] | None]]:
-        v = self.op.lookup(qids, n, self.t_last)
-        return [(None if math.isnan(x) else x, None) for x in v.tolist()]
+        return _answers(self.op.lookup(qids, n, self.t_last))
 
     def push_lookup(self, cols, rows, seqs, cuts, ns, starts, qids) -> list | None:
         """Rows ``rows`` (seqs ``seqs``, visible ones) fed in turn up to each position ``ns[c]``
@@ -73,7 +73,15 @@ class WindowGroup(Group):
         v = push_lookup(self.values(cols, rows), seqs, cuts, ns, starts, qids)
         if v is None:
             return None
-        return [(None if math.isnan(x) else x, None) for x in v.tolist()]
+        return _answers(v)
+
+
+def _answers(v: np.ndarray) -> list[tuple[float | None, None]]:
+    """Aggregates as answers (value, keys): NaN (no value) as None."""
+    vals = v.tolist()
+    if np.isnan(v).any():
+        vals = [None if math.isnan(x) else x for x in vals]
+    return list(zip(vals, repeat(None)))
 
 
 
