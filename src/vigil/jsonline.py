@@ -2,10 +2,12 @@
 
 orjson decodes a line ~4x faster than :func:`json.loads`, which matters when a run registers
 millions of queries. The standard library stays the definition: a line orjson refuses (NaN,
-Infinity, 1e400, a lone surrogate, a byte-order mark, ...) is decoded (or refused, with its
-message) by :func:`json.loads`, and so is a line holding a run of 19 or more digits, because orjson
-turns an integer outside the 64-bit range into a float silently, where vigil must see the integer
-to reject it (docs/contract.md: integers beyond what float64 holds exactly)."""
+Infinity, 1e400, a byte-order mark, ...) is decoded (or refused, with its message) by
+:func:`json.loads`, and so is a line holding a run of 19 or more digits, because orjson turns an
+integer outside the 64-bit range into a float silently, where vigil must see the integer to reject
+it (docs/contract.md: integers beyond what float64 holds exactly). One exception: a string with a
+lone surrogate (``"\\ud800"``), which json.loads accepts, is refused as malformed: it is no
+Unicode text, and no output (ids, reasons, specs) could be written with it."""
 
 from __future__ import annotations
 
@@ -32,7 +34,19 @@ def loads(line: str | bytes) -> Any:
             return orjson.loads(b)
         except orjson.JSONDecodeError:
             pass
-    return json.loads(line)
+    return _unicode_only(json.loads(line))
+
+
+def _unicode_only(v: Any) -> Any:
+    """``v`` (decoded by :func:`json.loads` from a line orjson refused), or ValueError when a string
+    of it holds a lone surrogate (``"\\ud800"``): json.loads accepts one, but it is no Unicode
+    text, and no output (ids, reasons, specs) could be written with it."""
+    try:
+        json.dumps(v, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = e.object[e.start:e.end].encode("unicode_escape").decode()
+        raise ValueError(f"lone surrogate {bad} in a string (not valid Unicode)") from None
+    return v
 
 
 def loads_many(lines: list) -> list:
