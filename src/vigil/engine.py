@@ -191,9 +191,10 @@ class Engine:
         """The (column, kind) pairs ``g`` checks (they change only at its registrations and
         terminations)."""
         r = g.__dict__.get("_chk_refs")
-        if r is None:
-            self._span(g, cols, sub)
-            r = g._chk_refs
+        if r is None:  # from one row: the pairs do not depend on the rows (the masks, not wanted here, do)
+            a = int(sub[0])
+            full = g.checks(cols, self._rows[a:a + 1])
+            r = g._chk_refs = tuple(dict.fromkeys(r for _, refs in full for r in refs))
         return r
 
     def _t_now(self, tcol: str, n: int, t_last: float) -> float:

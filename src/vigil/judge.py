@@ -29,13 +29,25 @@ def judge(eng: Any, cols: Cols, idx: np.ndarray, s: int, e: int,
     memo: dict[tuple[str, str], bool] = {}
 
     def flagged(g) -> bool:  # a column g checks has a bad value in rows lo..hi (a superset of g's rows)
-        for k in eng._refs(g, cols, sub):
+        d = g.__dict__
+        refs = d.get("_chk_refs")
+        if refs is None:
+            refs = eng._refs(g, cols, sub)
+        elif d.get("_clean") is refs and d.get("_clean_in") is cols:
+            return False  # no bad value in any column it checks, anywhere in this batch
+        clean = True
+        for k in refs:
             h = memo.get(k)
             if h is None:
                 rows = cols.bad(*k)[0]
+                clean = clean and not len(rows)
                 h = memo[k] = bool(len(rows)) and int(np.searchsorted(rows, lo)) < int(np.searchsorted(rows, hi, "right"))
+            elif clean and len(cols.bad(*k)[0]):
+                clean = False
             if h:
                 return True
+        if clean:  # remembered until its checks change (a new _chk_refs tuple) or the batch ends
+            d["_clean"], d["_clean_in"] = refs, cols
         return False
 
     for key, g in list(eng.groups.items()):  # a row flagged by a group whose queries may have
