@@ -40,7 +40,6 @@ import pyarrow.compute as pc
 from ..errors import Unsupported
 from ..group import Codes, Group, PerKey
 from . import keyed_fast as fast
-from . import keyed_walk
 from .alerts import ALERT, CLEAR, Alerts, spec_alert
 from .keyed_sliding import SlidingKeys, spawn, template
 from .rank import rank_from_summary
@@ -204,10 +203,8 @@ class KeyedQuantileGroup(Group):
         self._tpl = None
 
     # ------------------------------------------------------------------ elements
-    def _row_codes(self, cols, rows, cuts=None) -> np.ndarray:
-        """The key code of each row (keys seen for the first time get their operator). With
-        ``cuts`` (the rows fed in chunks ending there, :mod:`.keyed_walk`), new keys are made in
-        the order feeding the chunks one after the other would make them."""
+    def _row_codes(self, cols, rows) -> np.ndarray:
+        """The key code of each row (keys seen for the first time get their operator)."""
         if not self.by:
             if not self.ops:
                 self._new_keys([""])
@@ -224,12 +221,8 @@ class KeyedQuantileGroup(Group):
         if not len(miss):
             return kc
         u, first = np.unique(comb[miss], return_index=True)
-        at = miss[first]
-        if cuts is not None and len(u) > 1:  # by (chunk of the first row, combination number)
-            o = np.lexsort((u, np.searchsorted(cuts, at, side="right")))
-            u, at = u[o], at[o]
         new: list[tuple[int, str]] = []
-        for c, i in zip(u.tolist(), at.tolist(), strict=True):
+        for c, i in zip(u.tolist(), miss[first].tolist(), strict=True):
             if len(self.by) == 1:
                 text = parts[0][1][c - 1]
             else:
@@ -240,7 +233,7 @@ class KeyedQuantileGroup(Group):
                 new.append((c, text))
             else:
                 known[c] = code
-        if new:  # in the order of their combination numbers (per chunk), as one by one
+        if new:  # in the order of their combination numbers, as one by one
             texts = list(dict.fromkeys(t for _, t in new))
             code_of = dict(zip(texts, self._new_keys(texts), strict=True))
             for c, t in new:
@@ -316,11 +309,7 @@ class KeyedQuantileGroup(Group):
             slot, o, val = (np.concatenate(a) for a in (out_s, out_o, out_v))
         if not len(slot):
             return
-        self._emit(slot, o if order is None else order[o], val, seqs, seg)
-
-    def _emit(self, slot, off, val, seqs, seg) -> None:
-        """The operators' updates (group slots, offsets into ``seqs``, values) as events: by
-        position, query, key text; alert queries' crossings as alert / clear."""
+        off = o if order is None else order[o]
         qid = np.asarray(self.slot_q, np.int64)[slot]
         code = np.asarray(self.slot_k, np.int64)[slot]
         kr = self._text_rank()[code]
@@ -341,13 +330,6 @@ class KeyedQuantileGroup(Group):
             keys = None if keys is None else keys[keep]
         if len(slot):
             seg.add("update", qid, seqs[off], value=val, keys=keys)
-
-    def push_lookup(self, cols, rows, seqs, cuts, ns, starts, qids) -> list | None:
-        """Rows ``rows`` (seqs ``seqs``) fed in turn up to each position ``ns[c]`` and the queries
-        ``qids[starts[c]:starts[c + 1]]`` answered there, in one compiled call (``feed`` then
-        ``lookup_many`` per position: the same events and answers; :mod:`.keyed_walk`); None
-        (nothing done) when the keys' operators are not rows windows."""
-        return keyed_walk.push_lookup(self, cols, rows, seqs, cuts, ns, starts, qids)
 
     # ------------------------------------------------------------------ answers
     def _value(self, slot: int, code: int) -> float:
