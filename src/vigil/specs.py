@@ -455,10 +455,31 @@ def fast_spec(q: dict) -> tuple[str, tuple, tuple] | None:
     ranges of ints (|v| <= 2^53), finite floats or nulls and equality values that are strings or
     ints (|v| <= 2^53); ``row`` = (lo_1..lo_d, hi_1..hi_d, threshold) over the range columns in
     sorted order, bounds as floats (null = -inf / +inf), the threshold negated for a re-arming query
-    (``"repeat": true``). O(size of q)."""
-    if q.get("type") == "threshold" and type(q["type"]) is str:
+    (``"repeat": true``); plain ``quantile`` specs (``id``, ``column``, a float ``phi`` in (0, 1],
+    a float ``epsilon`` in (0, 1), ``rows`` an int >= 1 or absent, ``notify`` a bool or absent):
+    ``row`` = (phi, epsilon, rows or None, notify). O(size of q)."""
+    t = q.get("type")
+    if t == "threshold" and type(t) is str:
         return _fast_threshold(q)
+    if t == "quantile" and type(t) is str:
+        return _fast_quantile(q)
     return None
+
+
+_QUANTILE_FIELDS = frozenset({"id", "type", "column", "phi", "epsilon", "rows", "notify"})
+
+
+def _fast_quantile(q: dict) -> tuple[str, tuple, tuple] | None:
+    if not q.keys() <= _QUANTILE_FIELDS:
+        return None
+    ident, col, phi, eps = q.get("id"), q.get("column"), q.get("phi"), q.get("epsilon")
+    rows, notify = q.get("rows"), q.get("notify", False)
+    if type(ident) is not str or not ident or type(col) is not str or type(phi) is not float \
+            or not 0 < phi <= 1 or type(eps) is not float or not 0 < eps < 1 or type(notify) is not bool:
+        return None
+    if rows is not None and (type(rows) is not int or rows < 1):
+        return None
+    return ident, ("quantile", col, rows, notify), (phi, eps, rows, notify)
 
 
 def _fast_threshold(q: dict) -> tuple[str, tuple, tuple] | None:

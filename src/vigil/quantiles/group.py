@@ -189,6 +189,21 @@ class QuantileGroup(Group):
         if self.cluster and not self.native:
             self.fresh.add(qid)
 
+    def register_many(self, qids: list[int], rows: list[tuple], start: int) -> None:
+        """Plain queries as rows (:func:`vigil.specs.fast_spec`: (phi, epsilon, rows, notify); no
+        alert, rank_of, where or group_by), each registered as :meth:`register` does."""
+        op, forced = self.op, self.cluster and not self.native  # (as register: notify forced, cluster due)
+        for qid, (phi, eps, nrows, notify) in zip(qids, rows, strict=True):
+            nt = True if forced else notify
+            if self.shared:
+                op.register(qid, phi, eps, start, notify=nt, rows=int(nrows))
+            else:
+                op.register(qid, phi, eps, start, notify=nt)
+            if notify:
+                self.notify.add(qid)
+            if forced:
+                self.fresh.add(qid)
+
     def terminate(self, qid):
         self.fresh.discard(qid)
         self.notify.discard(qid)
