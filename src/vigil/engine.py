@@ -184,7 +184,7 @@ class Engine:
             for m, _ in full:
                 vis |= True if m is None else m
             c = g._chk = (cols, a, hi, full, vis, bool(vis.all()))
-            g._chk_refs = tuple(dict.fromkeys(r for _, refs in full for r in refs))
+            g._chk_refs = _pairs(full)
         return (c[3], c[4]), sub - c[1]
 
     def _refs(self, g: Group, cols: Cols, sub: np.ndarray) -> tuple[tuple[str, str], ...]:
@@ -193,8 +193,7 @@ class Engine:
         r = g.__dict__.get("_chk_refs")
         if r is None:  # from one row: the pairs do not depend on the rows (the masks, not wanted here, do)
             a = int(sub[0])
-            full = g.checks(cols, self._rows[a:a + 1])
-            r = g._chk_refs = tuple(dict.fromkeys(r for _, refs in full for r in refs))
+            r = g._chk_refs = _pairs(g.checks(cols, self._rows[a:a + 1]))
         return r
 
     def _t_now(self, tcol: str, n: int, t_last: float) -> float:
@@ -605,3 +604,8 @@ class Engine:
         from .engine_state import load
 
         return load(cls, data)
+
+
+def _pairs(checks: list) -> tuple[tuple[str, str], ...]:
+    """The distinct (column, kind) pairs of a group's ``checks``, in order."""
+    return tuple(dict.fromkeys(r for _, refs in checks for r in refs))

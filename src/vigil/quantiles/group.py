@@ -176,33 +176,31 @@ class QuantileGroup(Group):
             self.rank_push.add(qid, float(spec.rank_of), max(float(spec.epsilon), float(self.engine.quantile_epsilon)))
             self.rank[qid] = float(spec.rank_of)
             return
-        if self.shared:
-            self.op.register(qid, phi, float(spec.epsilon), start, notify=notify, rows=int(spec.rows))
-        else:
-            self.op.register(qid, phi, float(spec.epsilon), start, notify=notify)
-        if spec.notify or alert:
-            self.notify.add(qid)
+        self._add(qid, phi, float(spec.epsilon), start, notify, spec.rows, bool(spec.notify or alert))
         if alert:
             self.alerts.set(qid, *alert)
         if spec.rank_of is not None:
             self.rank[qid] = float(spec.rank_of)
-        if self.cluster and not self.native:
-            self.fresh.add(qid)
 
     def register_many(self, qids: list[int], rows: list[tuple], start: int) -> None:
         """Plain queries as rows (:func:`vigil.specs.fast_spec`: (phi, epsilon, rows, notify); no
         alert, rank_of, where or group_by), each registered as :meth:`register` does."""
-        op, forced = self.op, self.cluster and not self.native  # (as register: notify forced, cluster due)
+        forced = self.cluster and not self.native
         for qid, (phi, eps, nrows, notify) in zip(qids, rows, strict=True):
-            nt = True if forced else notify
-            if self.shared:
-                op.register(qid, phi, eps, start, notify=nt, rows=int(nrows))
-            else:
-                op.register(qid, phi, eps, start, notify=nt)
-            if notify:
-                self.notify.add(qid)
-            if forced:
-                self.fresh.add(qid)
+            self._add(qid, phi, eps, start, True if forced else notify, nrows, notify)
+
+    def _add(self, qid: int, phi: float, eps: float, start: int, notify: bool, rows: int | None,
+             pushed: bool) -> None:
+        """The operator's registration and the records every query of the operator shares
+        (``pushed``: it pushes updates or alerts)."""
+        if self.shared:
+            self.op.register(qid, phi, eps, start, notify=notify, rows=int(rows))
+        else:
+            self.op.register(qid, phi, eps, start, notify=notify)
+        if pushed:
+            self.notify.add(qid)
+        if self.cluster and not self.native:
+            self.fresh.add(qid)
 
     def terminate(self, qid):
         self.fresh.discard(qid)
