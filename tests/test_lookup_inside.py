@@ -1,4 +1,4 @@
-"""Lookups answered inside a segment (vigil.oprun.deferrable / lookups_inside): the same events as
+"""Lookups answered inside a segment (vigil.oprun.deferrable / vigil.lookups.lookups_inside): the same events as
 element-at-a-time processing, including a time-window group whose rows up to the lookup are all
 rejected while a later row of the segment carries a later time (the window's "now" is the time of
 the group's last row up to the lookup, not the segment's)."""

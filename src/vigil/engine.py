@@ -138,7 +138,7 @@ class Engine:
             return None
         later = g.__dict__.pop("_later", None)
         if later and self._horizon is not None:  # a lookup inside the segment: rows up to it only
-            later, rest = oprun.split_later(later, self._horizon)
+            later, rest = lookups.split_later(later, self._horizon)
             if rest:
                 g._later = rest
         if changes:
@@ -414,7 +414,7 @@ class Engine:
             while j < len(ops) and j in answers:
                 j += 1
             if j > i:
-                oprun.emit_answers(self, [op["at"] for op in ops[i:j]], [None] * (j - i), qids[i:j],
+                lookups.emit_answers(self, [op["at"] for op in ops[i:j]], [None] * (j - i), qids[i:j],
                                    [answers[k] for k in range(i, j)], [self.position] * (j - i))
             if j < len(ops):
                 self._apply(ops[j], n)
@@ -546,7 +546,7 @@ class Engine:
                     g.__dict__.setdefault("_later", []).append((sub, sseq, ok, vis))
             s = c
         if looks:
-            oprun.lookups_inside(self, looks, t_pre)
+            lookups.lookups_inside(self, looks, t_pre)
         self._terminate_all(terms[done:])
         if ends and seg.parts:
             seg.drop_after(ends)

@@ -1,20 +1,25 @@
 """Runs of waiting lookups handled with one pass over each of their columns (ids, query numbers,
 groups) instead of a Python step per lookup: which lookups may wait until the end of a segment
 (:func:`waiting`, part of :func:`vigil.oprun.deferrable`) and which group answers each
-(:func:`by_group`, for :func:`vigil.oprun.lookups_inside`). Results equal those of the
+(:func:`by_group`), and answering them group by group (:func:`lookups_inside`, :func:`walk`: a group
+fed its deferred rows up to each lookup position; :func:`emit_answers`: the answers as columns). Results equal those of the
 lookup-by-lookup loops they replace."""
 
 from __future__ import annotations
 
 import operator
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from .group import PerKey
+
 _op = operator.itemgetter(2)  # a pending entry's operation
 _kind = operator.itemgetter("op")
 _id = operator.itemgetter("id")
+_pos = operator.itemgetter(0)  # a lookup's position (looks: (at, order, op) entries)
 
 
 def waiting(eng: Any, k0: int, upto: int, can_wait: dict) -> int:
@@ -118,3 +123,149 @@ def keys_column(keys: list) -> pa.Array | list:
     offsets = np.zeros(len(keys) + 1, np.int32)
     np.cumsum(lens, out=offsets[1:])
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values.cast(pa.string()))
+
+
+def split_later(later: list[tuple], upto: int) -> tuple[list[tuple], list[tuple]]:
+    """A group's deferred entries (rows, seqs, ok, pre-visibility) cut at position ``upto``: the
+    entries up to it and those after (one entry split in two)."""
+    fed: list[tuple] = []
+    for i, e in enumerate(later):
+        seqs = e[1]
+        if not len(seqs) or seqs[-1] <= upto:
+            fed.append(e)
+            continue
+        c = int(np.searchsorted(seqs, upto, side="right"))
+        if c:
+            fed.append(tuple(None if x is None else x[:c] for x in e))
+            rest = [tuple(None if x is None else x[c:] for x in e)]
+        else:
+            rest = [e]
+        return fed, rest + later[i + 1:]
+    return fed, []
+
+
+def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, float]) -> None:
+    """Answer lookups that waited until the end of a segment (:func:`deferrable`), each at its
+    position, group by group: a group's deferred rows up to its last lookup are gathered and their
+    visibility computed once, then it is fed the rows up to each of its lookup positions in turn
+    and asked there (one ``lookup_many`` per position), the rest of its rows stay deferred. A
+    group's answers depend on its own rows only, so walking the groups one after the other gives
+    the answers of applying the lookups in order. A group with a time column answers with the time
+    of its last row up to the lookup (``t_pre``: its time before the segment's rows, for a lookup
+    that feeds it none), and gets back the time of the segment's last row for judging the rows
+    after the segment. The answers are emitted as columns, in the lookups' order, each after the
+    elements up to its position (:meth:`vigil.outbox.Outbox.emit_answers`)."""
+    groups = eng.groups
+    qids, per = by_group(eng, looks)
+    answers: list[Any] = [None] * len(looks)
+    pos0 = eng.position
+    try:
+        for key, ks in per.items():
+            g = groups[key]
+            timed = key in t_pre
+            if timed:
+                t_end = g.t_last
+                g.t_last = t_pre[key]
+            eng.position = looks[ks[-1]][0]
+            if len(ks) == len(looks):  # one group (ks = every index)
+                walk(eng, g, list(map(_pos, looks)), qids, ks, answers)
+            else:
+                walk(eng, g, [looks[k][0] for k in ks], [qids[k] for k in ks], ks, answers)
+            if timed:
+                g.t_last = max(g.t_last, t_end)
+    finally:
+        eng.position = pos0
+    ats = list(map(_pos, looks))
+    emit_answers(eng, ats, [None] * len(looks), qids, answers, ats)
+
+
+def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) -> None:
+    """Group ``g`` fed its deferred rows up to each position of ``ats`` (ascending) in turn and
+    asked for the queries ``qids`` there (one ``lookup_many`` call per position); the answers go
+    to ``answers[ks[i]]``; its rows after the last position stay deferred."""
+    later = g.__dict__.pop("_later", None)
+    rows = seqs = vis = None
+    if later:
+        later, rest = split_later(later, ats[-1])
+        if rest:
+            g._later = rest
+    starts = [i for i in range(len(ats)) if not i or ats[i] != ats[i - 1]]  # one call per position
+    qarr = np.asarray(qids, np.int64)
+    if later:
+        cols, seg = eng._cols, eng._seg
+        rows, seqs = np.concatenate([e[0] for e in later]), np.concatenate([e[1] for e in later])
+        vis = eng._owned(g, g.visible(cols, rows), rows) & np.concatenate([e[2] for e in later])
+        every = bool(vis.all())
+        cuts = np.searchsorted(seqs, [ats[i] for i in starts], side="right").tolist()
+    fed = 0
+    starts.append(len(ats))
+    if len(starts) > 2 and not g.follows_positions and hasattr(g, "push_lookup"):  # one operator call
+        if rows is None:
+            rs, ss = np.empty(0, np.int64), np.empty(0, np.int64)
+        else:
+            rs, ss = (rows, seqs) if every else (rows[vis], seqs[vis])
+        pos = np.asarray([ats[i] for i in starts[:-1]], np.int64)
+        got = g.push_lookup(eng._cols, rs, ss, np.searchsorted(ss, pos, side="right"), pos,
+                            np.asarray(starts, np.int64), qarr)
+        if got is not None:
+            if len(ks) == len(answers):  # ks = every index, in order
+                answers[:] = got
+            else:
+                for k, a in zip(ks, got, strict=True):
+                    answers[k] = a
+            return
+    for c, (i, j) in enumerate(pairwise(starts)):
+        if rows is not None and cuts[c] > fed:
+            e = cuts[c]
+            if g.follows_positions:  # rejected rows move its windows too: it gets every row
+                g.feed_positions(cols, rows[fed:e], seqs[fed:e], vis[fed:e], seg)
+            elif every:
+                g.feed(cols, rows[fed:e], seqs[fed:e], seg)
+            else:
+                v = vis[fed:e]
+                if v.any():
+                    g.feed(cols, rows[fed:e][v], seqs[fed:e][v], seg)
+            fed = e
+        got = g.lookup_many(qarr[i:j], ats[i])
+        if j - i == 1:
+            answers[ks[i]], = got
+        else:
+            for k, a in zip(ks[i:j], got, strict=True):
+                answers[k] = a
+
+
+def emit_answers(eng, ats: list[int], asked: list, qids: list[int], answers: list, pos: list[int]) -> None:
+    """The answers (value, keys) of lookups of queries ``qids`` at positions ``ats`` (``asked``:
+    their ``asked_at`` or None), applied at engine positions ``pos``, as answer events, in order,
+    as columns (no dict per event): a per-key answer
+    (:class:`vigil.group.PerKey`) is one event per key, or one with an empty key list when no
+    key has a value. Counts the lookups applied."""
+    ids = eng.ids
+    values = list(map(_first, answers))
+    if PerKey not in set(map(type, values)):  # one event per lookup: the columns at once
+        run = (list(map(ids.__getitem__, qids)), list(ats), values, keys_column(list(map(_second, answers))),
+               list(asked), list(pos))
+        eng.counts["ops_applied"] += len(qids)
+        eng._out.emit_answers(run, eng.out_counts)
+        return
+    run: tuple[list, list, list, list, list, list] = ([], [], [], [], [], [])  # id, at, value, keys, asked, pos
+    r_id, r_at, r_val, r_keys, r_asked, r_pos = run
+    for at, ask, q, (value, keys), p in zip(ats, asked, qids, answers, pos, strict=True):
+        if isinstance(value, PerKey):
+            items = value or [([], None)]
+            for k, v in items:
+                r_id.append(ids[q])
+                r_at.append(at)
+                r_val.append(v)
+                r_keys.append(list(k))
+                r_asked.append(ask)
+                r_pos.append(p)
+            continue
+        r_id.append(ids[q])
+        r_at.append(at)
+        r_val.append(value)
+        r_keys.append(as_list(keys))
+        r_asked.append(ask)
+        r_pos.append(p)
+    eng.counts["ops_applied"] += len(qids)
+    eng._out.emit_answers(run, eng.out_counts)
