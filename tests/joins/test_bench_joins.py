@@ -26,6 +26,13 @@ def test_bench_presets_smoke(tmp_path, preset):
                 r["per_op_us"] <= max(e["us_per_update_samples"]) * 1.0001
         assert sum("cpu_s_samples" in r["extra"] for r in doc["results"]) >= 2
     else:
+        eng = [r for r in doc["results"] if r["algo"] == "engine"]  # the engine column (bench.engine_path)
+        assert len(eng) == {"fig7": 9, "fig7c": 5}.get(preset, 0)  # one per sweep point of a select preset
+        for r in eng:  # the engine path's join events equal the operator path's pairs, each point
+            e = r["extra"]
+            assert e["verified"] and e["engine_outputs"] == e["operator_outputs"] and e["arrivals"] > 0
+            assert e["engine_arrivals_s"] > 0 and e["operator_arrivals_s"] > 0 and e["rejected"] == 0
+        doc["results"] = [r for r in doc["results"] if r["algo"] != "engine"]
         for r in doc["results"]:  # several interleaved CPU-timed samples per cell: median within the range
             e = r["extra"]
             assert e["samples"] >= 1 and e["us_per_tuple_range"][0] <= r["per_op_us"] <= e["us_per_tuple_range"][1]

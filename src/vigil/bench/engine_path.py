@@ -334,3 +334,148 @@ def threshold_column(trace, batch: int, dim: int, point: dict, operator, console
     if console is not None:
         console.print(f"engine {point or ''}: {r.extra['note']}")
     return r
+
+
+# ----------------------------------------------------------------------------- joins
+
+
+#: the joins presets' engine column (fig7, fig7c: select joins on Table I): S and R stored, the
+#: queries registered, then arriving R tuples in batches of ``batch`` rows (the operator path
+#: pushes the same batches); at most ``arrivals`` tuples, fewer when the operator path's result
+#: pairs reach ``max_pairs`` first (every pair is a `join` line of the engine's JSONL)
+JOINS_ENGINE = {"batch": 1000, "arrivals": 10_000, "max_pairs": 1_000_000}
+
+
+def joins_workload(w: dict, n_arr: int) -> tuple[pa.Table, list[dict]]:
+    """A Table I select-join workload (:func:`vigil.workloads.joins.select_workload`) as an event
+    log: the stored S tuples (``rel`` = S, ``b``, ``c``), the stored R tuples (``rel`` = R, ``b``,
+    ``a``), then ``n_arr`` arriving R tuples; every query a ``select_join`` (R.b = S.b, rangeA on
+    ``a``, rangeC on ``c``) registered after the stored tuples (at 2n). Seqs are the positions."""
+    n = len(w["s_key"])
+    rows = w["rows"]
+    rel = np.array(["S"] * n + ["R"] * (n + n_arr), dtype=object)
+    b = np.concatenate([w["s_key"], w["r_key"], w["in_key"][:n_arr]]).astype(np.int64)
+    zeros = np.zeros(n + n_arr)
+    a = np.concatenate([np.zeros(n), w["r_x"], w["in_x"][:n_arr]]).astype(np.float64)
+    c = np.concatenate([w["s_x"], zeros]).astype(np.float64)
+    table = pa.table({"rel": pa.array(rel, pa.string()), "b": b, "a": a, "c": c})
+    ops = [{"op": "register", "at": 2 * n, "query": {
+        "type": "select_join", "id": f"q{i}", "left": "R", "right": "S", "left_on": "b", "right_on": "b",
+        "left_range": {"a": [r[0], r[1]]}, "right_range": {"c": [r[2], r[3]]}}} for i, r in enumerate(rows.tolist())]
+    return table, ops
+
+
+def joins_operator(w: dict, ops: list[dict], n_arr: int, batch: int, max_pairs: int | None):
+    """The workload through the engine's joins implementation (the registry default), called
+    directly as the bench does (stored sides inserted, queries registered from their specs, then
+    the arriving batches), output mode ``pairs`` as the engine's. Returns (CPU s of the whole,
+    CPU s of the arrivals, arriving tuples pushed, (q, r, s) triples sorted). With ``max_pairs``
+    it stops after the batch where the pairs reach it."""
+    from ..specs import parse_query
+
+    n = len(w["s_key"])
+    gc.collect()
+    t0 = time.process_time()
+    op = registry_impl("joins")("select", "pairs")
+    op.insert("right", np.arange(1, n + 1), w["s_key"], w["s_x"].reshape(-1, 1), None)
+    op.insert("left", np.arange(n + 1, 2 * n + 1), w["r_key"], w["r_x"].reshape(-1, 1), None)
+    for i, o in enumerate(ops):
+        op.register(i, parse_query(o["query"]))
+    t1 = time.process_time()
+    out, pairs, done = [], 0, 0
+    x = w["in_x"].reshape(-1, 1)
+    for lo in range(0, n_arr, batch):
+        hi = min(n_arr, lo + batch)
+        q, r, s = op.insert("left", np.arange(2 * n + 1 + lo, 2 * n + 1 + hi), w["in_key"][lo:hi], x[lo:hi], None)
+        out.append((q, r, s))
+        pairs += len(q)
+        done = hi
+        if max_pairs is not None and pairs >= max_pairs:
+            break
+    t2 = time.process_time()
+    q, r, s = (np.concatenate([o[k] for o in out]) if out else np.empty(0, np.int64) for k in range(3))
+    o = np.lexsort((s, r, q))
+    return t2 - t0, t2 - t1, done, (q[o], r[o], s[o])
+
+
+def registry_impl(family: str):
+    from .. import registry
+
+    return registry.resolve(family, registry.DEFAULTS[family])
+
+
+def joins_compare(w: dict, batch: int | None = None, arrivals: int | None = None,
+                  max_pairs: int | None = None, warm_up: bool = True) -> dict[str, Any]:
+    """One point of a select-join preset through both paths. The engine's figure is split like
+    the operator's: ``engine_setup_s`` is a run of the log cut at the registrations (the stored
+    tuples, the registrations, finish), ``engine_arrivals_s`` the whole run minus it;
+    ``arrivals_ratio`` = engine / operator over the arriving batches (the index builds of the
+    first probe fall there on both paths). The answers: every (query, r, s) of the engine's `join`
+    events equals the operator's."""
+    cfg = JOINS_ENGINE
+    batch = int(batch or cfg["batch"])
+    arrivals = min(int(arrivals or cfg["arrivals"]), len(w["in_key"]))
+    max_pairs = int(max_pairs or cfg["max_pairs"])
+    n = len(w["s_key"])
+    if warm_up:  # both paths once on two batches, untimed: kernels compiled / loaded
+        joins_compare(w, batch, min(arrivals, 2 * batch), None, False)
+    _, ops = joins_workload(w, 0)
+    op_s, op_arr_s, done, (oq, orr, os_) = joins_operator(w, ops, arrivals, batch, max_pairs)
+    table, ops = joins_workload(w, done)
+    setup_s, _ = run(table.slice(0, 2 * n), ops, batch)
+    eng_s, out = run(table, ops, batch)
+    js = events(out, "join")
+    eq = np.array([int(v[1:]) for v in js.column("id").to_pylist()], np.int64)
+    er = np.asarray(js.column("r").to_numpy(zero_copy_only=False), np.int64)
+    es = np.asarray(js.column("s").to_numpy(zero_copy_only=False), np.int64)
+    o = np.lexsort((es, er, eq))
+    same = len(eq) == len(oq) and bool((eq[o] == oq).all() and (er[o] == orr).all() and (es[o] == os_).all())
+    eng_arr = eng_s - setup_s
+    return summary(eng_s, op_s, js.num_rows, len(oq), same, rows=table.num_rows, stored=n, queries=len(ops),
+                   arrivals=done, engine_batch=batch, engine_setup_s=setup_s, engine_arrivals_s=eng_arr,
+                   operator_arrivals_s=op_arr_s, operator_setup_s=op_s - op_arr_s,
+                   arrivals_ratio=eng_arr / op_arr_s if op_arr_s > 0 else None,
+                   pairs_per_tuple=len(oq) / max(done, 1), operator_impl=_default("joins"),
+                   rejected=int(pc.sum(pc.equal(out.column("event"), "rejected")).as_py() or 0))
+
+
+def joins_column(w: dict, point: dict, console=None):
+    """The engine column of one select-join point (``w``: its workload) as a bench Result:
+    seconds = the engine path's CPU seconds over the arriving batches (rate: arriving tuples per
+    CPU second, as the strategies' rows); ``extra`` holds the whole runs, the operator path's
+    figures and both ratios."""
+    from .common import Result
+
+    s = joins_compare(w)
+    secs = s["engine_arrivals_s"]
+    note = (f"arrivals engine/operator {s['arrivals_ratio']:.2f}x ({secs:.3g} / {s['operator_arrivals_s']:.3g} s), "
+            f"whole {s['ratio']:.2f}x" + ("" if s["verified"] else ", ANSWERS DIFFER"))
+    r = Result("engine", secs, s["arrivals"], extra={
+        "point": {**point, "batch": s["engine_batch"]}, **s, "cpu_seconds": secs, "note": note,
+        "rate_per_s": s["arrivals"] / secs if secs > 0 else None,
+        "operator_rate_per_s": s["arrivals"] / s["operator_arrivals_s"] if s["operator_arrivals_s"] > 0 else None})
+    if console is not None:
+        console.log(f"engine {r.extra['point']}: {note}")
+    return r
+
+
+def joins_engine_table(doc: dict[str, Any]):
+    """The engine rows of a joins result document: arriving tuples per CPU second of the engine
+    path and of the operator path over the same batches, their ratio, the whole runs' ratio."""
+    from rich.table import Table
+
+    t = Table(title=f"joins / {doc['preset']}: engine path (Engine.process, outputs written) vs operator path "
+                    f"(the same implementation called directly), arriving tuples per CPU s", title_justify="left")
+    for c in ("point", "queries", "stored", "arrivals", "operator", "operator tuples/s", "engine tuples/s",
+              "engine/operator", "whole runs", "pairs/tuple", "verified"):
+        t.add_column(c, justify="left" if c in ("point", "operator") else "right")
+    for r in doc["results"]:
+        e = r["extra"]
+        if r["algo"] != "engine":
+            continue
+        t.add_row(", ".join(f"{k}={v:g}" for k, v in e["point"].items()), f"{e['queries']:,}", f"{e['stored']:,}",
+                  f"{e['arrivals']:,}", e["operator_impl"], f"{e['operator_rate_per_s']:,.0f}",
+                  f"{e['rate_per_s']:,.0f}", f"{e['arrivals_ratio']:.2f}x",
+                  f"{e['engine_cpu_s']:.3g} / {e['operator_cpu_s']:.3g} s", f"{e['pairs_per_tuple']:,.1f}",
+                  "yes" if e["verified"] else "NO")
+    return t

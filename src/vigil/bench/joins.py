@@ -10,7 +10,10 @@ sample, each sample timed in CPU time; a cell reports the median rate and the ra
 samples (and, against ``ssi``, the median of the per-sample time ratios). ``budget`` caps a
 cell's CPU seconds. Mode ``count`` = output cost excluded (the operators count result pairs, as
 the paper measures); ``pairs`` = outputs materialised (row ``ALGO+pairs``). DuckDB rows:
-``duckdb`` (count(*) of the new pairs per batch) at the same batch sizes.
+``duckdb`` (count(*) of the new pairs per batch) at the same batch sizes. Row ``engine``
+(select presets fig7, fig7c, fig8; in the default algorithms): the point's workload as an event
+log through ``vigil replay``'s path beside the registry default called directly
+(:func:`vigil.bench.engine_path.joins_column`), printed in its own table.
 
 Presets fig12, fig15, fig18, fig9mix (data-sensitive routing, §5.4): see bench/joins_dynamic.py;
 appB (HIST-SSI vs HIST-EQW): bench/joins_hist.py.
@@ -39,7 +42,7 @@ from ..joins.partition import stabbing_number
 from ..workloads import joins as wl
 from .common import Result, Timed, measure_interleaved, print_table, result_doc, sample_fields, write_json
 
-SELECT_ALGOS = ["ssi", "hotspot", "join_first", "select_first", "vanilla", "duckdb"]
+SELECT_ALGOS = ["ssi", "hotspot", "join_first", "select_first", "vanilla", "duckdb", "engine"]
 BAND_ALGOS = ["ssi", "hotspot", "qouter", "douter", "mj", "duckdb"]
 PRESETS: dict[str, dict[str, Any]] = {
     # fig7 a_len=2,500: the selection rate the text of Fig. 7(ii) states (~250 queries of 100,000
@@ -395,6 +398,10 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
     kind = cfg["kind"]
     scale = 0.1 if scale is None else float(scale)
     algos = algos or (BAND_ALGOS if kind == "band" else SELECT_ALGOS)
+    # the user's path (vigil.bench.engine_path): select presets without a hotspot sweep (fig7, fig7c, fig8)
+    engine = "engine" in algos and kind == "select" and "hot_frac" not in cfg.get("sweeps", {})
+    if "engine" in algos:
+        algos = [a for a in algos if a != "engine"]
     batches = batches or [1, 1_000, 100_000]
     console = Console()
     results: list[Result] = []
@@ -440,11 +447,23 @@ def run_preset(preset: str, scale: float | None = None, algos: list[str] | None 
                             f"(range {1e6 / us.max():,.0f}-{1e6 / us.min():,.0f}, {len(us)} samples; tau={tau}, "
                             f"{c['pairs'] / max(c['tuples'], 1):,.0f} pairs/tuple)")
             del runners
+            if engine:
+                from .engine_path import joins_column
+
+                results.append(joins_column(w, point, console))
     doc = result_doc("joins", preset, {"scale": scale, "batches": batches, "budget_s": budget, "seed": seed,
                                        "kind": kind, "repeats": repeats, "min_tuples": min_tuples,
                                        "timing": "CPU (process_time), median and range of the samples"}, results)
+    if engine:
+        from .engine_path import JOINS_ENGINE
+
+        doc["params"]["engine"] = JOINS_ENGINE
     write_json(out, doc)
     print_table(doc, reference="ssi", console=console)
+    if engine:
+        from .engine_path import joins_engine_table
+
+        Console(width=max(console.width, 160)).print(joins_engine_table(doc))
     _plot(doc, Path(out).with_suffix(".png"))
     return doc
 
