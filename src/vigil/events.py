@@ -187,196 +187,16 @@ def output_rows(table: pa.Table) -> list[dict[str, Any]]:
     return out
 
 
-#: the events whose line is ``{"event", "id", "at", "value"}`` when they carry no keys and no asked_at
-_VALUE_EVENTS = ("answer", "update", "alert", "clear")
-
-
-def jsonl_lines(table: pa.Table) -> list[str]:
-    """``json.dumps(d) + "\\n"`` for every ``d`` of :func:`output_rows`, the same text, built from
-    whole columns: ids and event names dumped once each, numbers formatted from the float64
-    column (integral ones as integers), key lists joined by Arrow when no key needs escaping;
-    only lines other than answers, updates, alerts and clears are built one by one
-    (:func:`_line`). About 0.4 us per answer line (a dict per row and ``json.dumps``: ~4 us)."""
-    n = table.num_rows
-    if not n:
-        return []
-    if not set(OUTPUT_SCHEMA.names) <= set(table.column_names):
-        table = conform_outputs(table)
-    big = n >= 1024  # the lines joined by Arrow, one text array per column (~2x faster)
-    if big:
-        ev_t, id_t, tx = _json_texts(table.column("event")), _json_texts(table.column("id")), {}
-        at_t = pc.cast(table.column("at"), pa.string())
-        if table.column("at").null_count:
-            at_t = pc.fill_null(at_t, "null")
-    else:
-        ev, ids, at = (table.column(c).to_pylist() for c in ("event", "id", "at"))
-        tx = {x: json.dumps(x) for x in set(ev).union(ids)}  # (None: "null")
-        at_t = list(map(str, at)) if table.column("at").null_count == 0 else \
-            ["null" if a is None else str(a) for a in at]
-    tails = [', "value": ' + v for v in _num_texts(table.column("value"))]
-    valued = np.asarray(pc.fill_null(pc.is_in(table.column("event"), value_set=pa.array(_VALUE_EVENTS)),
-                                      False).to_numpy(zero_copy_only=False), bool)
-    keys, asked = table.column("keys"), table.column("asked_at")
-    if keys.null_count < n:  # a substream answer's keys are its value; a per-key answer: keys, value
-        kt = _key_texts(keys)
-        for i in np.flatnonzero(valued & np.asarray(keys.is_valid().to_numpy(zero_copy_only=False), bool)).tolist():
-            t = tails[i]
-            tails[i] = ', "value": ' + kt[i] if t == ', "value": null' else ', "keys": ' + kt[i] + t
-    if asked.null_count < n:
-        for i in np.flatnonzero(valued & np.asarray(asked.is_valid().to_numpy(zero_copy_only=False), bool)).tolist():
-            tails[i] = f', "asked_at": {asked[i].as_py()}' + tails[i]
-    if big:
-        out = pc.binary_join_element_wise('{"event": ', ev_t, ', "id": ', id_t, ', "at": ', at_t.combine_chunks(),
-                                          pa.array(tails, pa.string()), "}\n", "").to_pylist()
-    else:
-        out = [f'{{"event": {e}, "id": {i}, "at": {a}{t}}}\n' for e, i, a, t in
-               zip(map(tx.__getitem__, ev), map(tx.__getitem__, ids), at_t, tails, strict=True)]
-    other = np.flatnonzero(~valued)
-    if len(other):
-        rows = table.take(pa.array(other)).to_pylist()
-        if big:
-            tx = {x: json.dumps(x) for r in rows for x in (r["event"], r["id"])}
-        for i, row in zip(other.tolist(), rows, strict=True):
-            out[i] = _line(row, tx)
-    return out
-
-
-def _json_texts(col: pa.ChunkedArray) -> pa.Array:
-    """``json.dumps`` of every value of a string column (null: "null"), as an Arrow array: one
-    dump per distinct value, taken by Arrow."""
-    enc = col.combine_chunks().dictionary_encode()
-    texts = [json.dumps(x) for x in enc.dictionary.to_pylist()]
-    idx = enc.indices
-    if idx.null_count:
-        idx = pc.fill_null(idx, len(texts))
-        texts.append("null")
-    return pa.array(texts, pa.string()).take(idx)
-
-
-def _key_texts(keys: pa.ChunkedArray) -> list[str | None]:
-    """``json.dumps`` of every key list (None where null): joined by Arrow when no key needs
-    escaping (every byte printable ASCII, no quote or backslash), else one by one (each list once)."""
-    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    if _plain_texts(arr.flatten()):
-        joined = pc.binary_join(arr, '", "')
-        texts = pc.if_else(pc.equal(pc.list_value_length(arr), 0), pa.scalar("[]"),
-                           pc.binary_join_element_wise('["', joined, '"]', ""))
-        return texts.to_pylist()  # (null lists: None)
-    done: dict[tuple, str] = {}
-    out: list[str | None] = []
-    for k in arr.to_pylist():
-        if k is None:
-            out.append(None)
-            continue
-        t = done.get(tk := tuple(k))
-        if t is None:
-            t = done[tk] = json.dumps(k)
-        out.append(t)
-    return out
-
-
-def _num_texts(values: pa.ChunkedArray) -> list[str]:
-    """The JSON text of every value as :func:`_line` writes it: null (and NaN) "null", an integral
-    value below 2^53 in magnitude as an integer, any other as ``json.dumps`` writes it."""
-    v = np.asarray(values.to_numpy(zero_copy_only=False), np.float64)  # (nulls: NaN)
-    out = np.full(len(v), "null", object)
-    with np.errstate(invalid="ignore"):
-        intg = (np.abs(v) < 2**53) & (v == np.trunc(v))
-    k = np.flatnonzero(intg)
-    if len(k):
-        out[k] = list(map(str, v[k].astype(np.int64).tolist()))
-    k = np.flatnonzero(~intg & np.isfinite(v))
-    if len(k):
-        out[k] = _float_texts(v[k])
-    out[v == np.inf] = "Infinity"  # as json.dumps writes them
-    out[v == -np.inf] = "-Infinity"
-    return out.tolist()
-
-
-def _float_texts(v: np.ndarray) -> list[str]:
-    """``repr`` of finite non-integral floats. Arrow's cast to text writes the same shortest
-    round-trip digits, and the same notation for 1e-4 <= |v| < 1e10 (checked on millions of
-    values per decade; outside it Arrow's exponent form differs), ~3x faster: used there, when
-    a sample of the values agrees with ``repr``."""
-    a = np.abs(v)
-    mid = np.flatnonzero((a >= 1e-4) & (a < 1e10))
-    if len(mid) < 64:
-        return list(map(repr, v.tolist()))
-    out = np.empty(len(v), object)
-    texts = pc.cast(pa.array(v[mid]), pa.string()).to_pylist()
-    probe = mid[:: max(1, len(mid) // 16)][:16]
-    if [texts[i] for i in range(0, len(mid), max(1, len(mid) // 16))][:16] != list(map(repr, v[probe].tolist())):
-        return list(map(repr, v.tolist()))
-    out[mid] = texts
-    rest = np.ones(len(v), bool)
-    rest[mid] = False
-    rest = np.flatnonzero(rest)
-    if len(rest):
-        out[rest] = list(map(repr, v[rest].tolist()))
-    return out.tolist()
-
-
-_ESCAPED = np.ones(256, bool)  # bytes json.dumps does not write as they are in a string
-_ESCAPED[0x20:0x7F] = False
-_ESCAPED[[0x22, 0x5C]] = True
-
-
-def _plain_texts(a: pa.Array) -> bool:
-    """Whether no string of ``a`` (a string array) is null or holds a byte :data:`_ESCAPED`."""
-    if a.null_count or a.type != pa.string():
-        return False
-    if not len(a):
-        return True
-    offs = np.frombuffer(a.buffers()[1], np.int32)
-    data = a.buffers()[2]
-    if data is None:
-        return True
-    b = np.frombuffer(data, np.uint8)[offs[a.offset]:offs[a.offset + len(a)]]
-    return not _ESCAPED[b].any()
-
-
-def _line(row: dict[str, Any], tx: dict[Any, str]) -> str:
-    """One output line (see :func:`jsonl_lines`) from its row."""
-    dumps = json.dumps
-
-    def num(v: Any) -> str:
-        if v is None or v != v:
-            return "null"
-        return str(int(v)) if v.is_integer() and abs(v) < 2**53 else json.dumps(v)
-
-    e, a, asked = row["event"], row["at"], row.get("asked_at")
-    parts = ['{"event": ', tx[e], ', "id": ', tx[row["id"]], ', "at": ', "null" if a is None else str(a)]
-    if asked is not None:
-        parts += (', "asked_at": ', str(asked))
-    if e in _VALUE_EVENTS:
-        v, k = row["value"], row.get("keys")
-        null = v is None or v != v
-        if k is not None and null:
-            parts += (', "value": ', dumps(k))
-        else:
-            if k is not None:
-                parts += (', "keys": ', dumps(k))
-            parts += (', "value": ', num(v))
-    elif e == "join":
-        r, s_ = row.get("r"), row.get("s")
-        parts += (', "r": ', "null" if r is None else str(r), ', "s": ', "null" if s_ is None else str(s_))
-        for side in ("left", "right"):
-            x = row.get(side)
-            if x is not None:
-                parts += (f', "{side}": ', dumps(json.loads(x)))
-    elif e in ("cluster", "cluster_update"):
-        r = row.get("r")
-        parts += (', "cluster": ', "null" if r is None else str(r))
-        if e == "cluster_update":
-            parts += (', "value": ', num(row["value"]))
-    elif e in ("rejected", "late"):
-        parts += (', "reason": ', dumps(row.get("reason")))
-    parts.append("}\n")
-    return "".join(parts)
-
 
 def _num(v: float) -> int | float:
     return int(v) if float(v).is_integer() and abs(v) < 2**53 else v
+
+
+def jsonl_lines(table: pa.Table) -> list[str]:
+    """The JSONL lines of an output table (:func:`vigil.jsonl_out.jsonl_lines`)."""
+    from .jsonl_out import jsonl_lines as lines
+
+    return lines(table)
 
 
 def write_outputs(table: pa.Table, path: str | Path) -> None:
@@ -388,8 +208,10 @@ def write_outputs(table: pa.Table, path: str | Path) -> None:
 
         pq.write_table(conform_outputs(table), path)
     elif suffix in (".jsonl", ".json", ".ndjson"):
-        with path.open("w") as f:
-            f.writelines(jsonl_lines(table))
+        from .jsonl_out import jsonl_bytes
+
+        with path.open("wb") as f:
+            f.write(jsonl_bytes(table))
     else:
         raise ValueError(f"unknown output format {suffix!r}: use .jsonl or .parquet")
 

@@ -1,0 +1,328 @@
+"""The JSONL writer of ``vigil replay`` (:func:`vigil.events.write_outputs`): each output event's
+line is ``json.dumps(d) + "\\n"`` for ``d`` of :func:`vigil.events.output_rows`, built from whole
+columns. Tables of >= 1,024 rows are joined by Arrow into one text array (:func:`lines_array`)
+and written from its buffer (:func:`jsonl_bytes`: no Python string per line); smaller ones line
+by line. Every line is ASCII (``json.dumps`` escapes the rest)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .events import OUTPUT_SCHEMA, conform_outputs
+
+#: the events whose line is ``{"event", "id", "at", "value"}`` when they carry no keys and no asked_at
+_VALUE_EVENTS = ("answer", "update", "alert", "clear")
+BIG = 1024  # tables of at least this many rows: the lines joined by Arrow
+
+
+def jsonl_lines(table: pa.Table) -> list[str]:
+    """``json.dumps(d) + "\\n"`` for every ``d`` of :func:`vigil.events.output_rows`, the same text,
+    built from whole columns: ids and event names dumped once each, numbers formatted from the
+    float64 column (integral ones as integers), key lists joined by Arrow when no key needs
+    escaping; only lines other than answers, updates, alerts and clears are built one by one
+    (:func:`_line`). Tables of >= :data:`BIG` rows: :func:`lines_array`'s lines."""
+    n = table.num_rows
+    if not n:
+        return []
+    if not set(OUTPUT_SCHEMA.names) <= set(table.column_names):
+        table = conform_outputs(table)
+    if n >= BIG:
+        return lines_array(table).to_pylist()
+    ev, ids, at = (table.column(c).to_pylist() for c in ("event", "id", "at"))
+    tx = {x: json.dumps(x) for x in set(ev).union(ids)}  # (None: "null")
+    at_t = list(map(str, at)) if table.column("at").null_count == 0 else \
+        ["null" if a is None else str(a) for a in at]
+    tails = [', "value": ' + v for v in _num_texts(table.column("value"))]
+    valued = _valued(table)
+    keys, asked = table.column("keys"), table.column("asked_at")
+    if keys.null_count < n:  # a substream answer's keys are its value; a per-key answer: keys, value
+        kt = _key_texts(keys)
+        for i in np.flatnonzero(valued & _valid(keys)).tolist():
+            t = tails[i]
+            tails[i] = ', "value": ' + kt[i] if t == ', "value": null' else ', "keys": ' + kt[i] + t
+    if asked.null_count < n:
+        for i in np.flatnonzero(valued & _valid(asked)).tolist():
+            tails[i] = f', "asked_at": {asked[i].as_py()}' + tails[i]
+    out = [f'{{"event": {e}, "id": {i}, "at": {a}{t}}}\n' for e, i, a, t in
+           zip(map(tx.__getitem__, ev), map(tx.__getitem__, ids), at_t, tails, strict=True)]
+    other = np.flatnonzero(~valued)
+    if len(other):
+        for i, row in zip(other.tolist(), table.take(pa.array(other)).to_pylist(), strict=True):
+            out[i] = _line(row, tx)
+    return out
+
+
+def lines_array(table: pa.Table) -> pa.Array:
+    """The lines of :func:`jsonl_lines` (a table with every output column) as one Arrow string
+    array without nulls, built by Arrow from text columns: the event and id texts dumped once per
+    distinct value, ``at`` and ``asked_at`` cast, the values' texts (:func:`_num_array`), the key
+    lists' texts (:func:`_key_array`) put in place of a null value or before a value, one
+    ``binary_join_element_wise``; the lines of other events built one by one (:func:`_line`) and
+    taken into their places."""
+    n = table.num_rows
+    valued = _valued(table)
+    other = np.flatnonzero(~valued)
+    if len(other) == n:
+        return pa.array(_other_lines(table, other), pa.string())
+    at = table.column("at").combine_chunks()
+    at_t = pc.cast(at, pa.string())
+    if at.null_count:
+        at_t = pc.fill_null(at_t, "null")
+    value = table.column("value")
+    vt = _num_array(value)
+    parts: list[Any] = ['{"event": ', _json_texts(table.column("event")), ', "id": ', _json_texts(table.column("id")),
+                        ', "at": ', at_t]
+    keys, asked = table.column("keys"), table.column("asked_at")
+    if asked.null_count < n:
+        has = valued & _valid(asked)
+        if has.any():
+            a_t = pc.binary_join_element_wise(', "asked_at": ', pc.cast(asked.combine_chunks(), pa.string()), "")
+            parts.append(pc.if_else(pa.array(has), a_t, ""))
+    if keys.null_count < n:  # a substream answer's keys are its value; a per-key answer: keys, value
+        has = valued & _valid(keys)
+        if has.any():
+            kt = _key_array(keys)
+            v = np.asarray(value.to_numpy(zero_copy_only=False), np.float64)  # (nulls: NaN)
+            as_value = has & np.isnan(v)
+            if as_value.any():
+                vt = pc.if_else(pa.array(as_value), kt, vt)
+            before = has & ~as_value
+            if before.any():
+                parts.append(pc.if_else(pa.array(before), pc.binary_join_element_wise(', "keys": ', kt, ""), ""))
+    parts += [', "value": ', vt, "}\n", ""]
+    out = pc.binary_join_element_wise(*parts)
+    if len(other):
+        where = np.arange(n)
+        where[other] = n + np.arange(len(other))
+        out = pa.concat_arrays([out, pa.array(_other_lines(table, other), pa.string())]).take(pa.array(where))
+    return out
+
+
+def jsonl_bytes(table: pa.Table) -> bytes | memoryview:
+    """The text of :func:`jsonl_lines` (every line ASCII) as bytes; from :func:`lines_array`'s
+    buffer for tables of >= :data:`BIG` rows."""
+    n = table.num_rows
+    if n < BIG:
+        return "".join(jsonl_lines(table)).encode("ascii")
+    if not set(OUTPUT_SCHEMA.names) <= set(table.column_names):
+        table = conform_outputs(table)
+    arr = lines_array(table)
+    if arr.type != pa.string() or arr.null_count:
+        return "".join(arr.to_pylist()).encode("ascii")
+    offs = np.frombuffer(arr.buffers()[1], np.int32)
+    a, b = int(offs[arr.offset]), int(offs[arr.offset + n])
+    return memoryview(arr.buffers()[2])[a:b] if b > a else b""
+
+
+def _valued(table: pa.Table) -> np.ndarray:
+    """Rows whose event is one of :data:`_VALUE_EVENTS`."""
+    return np.asarray(pc.fill_null(pc.is_in(table.column("event"), value_set=pa.array(_VALUE_EVENTS)),
+                                   False).to_numpy(zero_copy_only=False), bool)
+
+
+def _valid(col: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(col.is_valid().to_numpy(zero_copy_only=False), bool)
+
+
+def _other_lines(table: pa.Table, other: np.ndarray) -> list[str]:
+    """The lines of rows ``other`` one by one (:func:`_line`)."""
+    rows = table.take(pa.array(other)).to_pylist()
+    tx = {x: json.dumps(x) for r in rows for x in (r["event"], r["id"])}
+    return [_line(row, tx) for row in rows]
+
+
+def _num_array(values: pa.ChunkedArray) -> pa.Array:
+    """:func:`_num_texts` as an Arrow string array: integral values cast by Arrow, the others as
+    :func:`_float_array` writes them, null / NaN / infinities from constants, one ``take``."""
+    v = np.asarray(values.to_numpy(zero_copy_only=False), np.float64)  # (nulls: NaN)
+    where = np.zeros(len(v), np.int64)  # index into the concatenated texts; 0: "null"
+    where[v == np.inf] = 1
+    where[v == -np.inf] = 2
+    parts = [pa.array(["null", "Infinity", "-Infinity"], pa.string())]
+    with np.errstate(invalid="ignore"):
+        intg = (np.abs(v) < 2**53) & (v == np.trunc(v))
+    base = 3
+    for k, texts in ((np.flatnonzero(intg), None), (np.flatnonzero(~intg & np.isfinite(v)), 1)):
+        if len(k):
+            if texts is None:
+                parts.append(pc.cast(pa.array(v[k].astype(np.int64)), pa.string()))
+            else:
+                parts.append(_float_array(v[k]))
+            where[k] = base + np.arange(len(k))
+            base += len(k)
+    if len(parts) == 1:
+        return parts[0].take(pa.array(where))
+    return pa.concat_arrays(parts).take(pa.array(where))
+
+
+def _float_array(v: np.ndarray) -> pa.Array:
+    """:func:`_float_texts` as an Arrow string array."""
+    a = np.abs(v)
+    mid = np.flatnonzero((a >= 1e-4) & (a < 1e10))
+    if len(mid) < 64:
+        return pa.array(list(map(repr, v.tolist())), pa.string())
+    texts = pc.cast(pa.array(v[mid]), pa.string())
+    step = max(1, len(mid) // 16)
+    probe = mid[::step][:16]
+    if texts.take(pa.array(np.arange(0, len(mid), step)[:16])).to_pylist() != list(map(repr, v[probe].tolist())):
+        return pa.array(list(map(repr, v.tolist())), pa.string())
+    if len(mid) == len(v):
+        return texts
+    rest = np.ones(len(v), bool)
+    rest[mid] = False
+    rest = np.flatnonzero(rest)
+    where = np.empty(len(v), np.int64)
+    where[mid] = np.arange(len(mid))
+    where[rest] = len(mid) + np.arange(len(rest))
+    return pa.concat_arrays([texts, pa.array(list(map(repr, v[rest].tolist())), pa.string())]).take(pa.array(where))
+
+
+def _key_array(keys: pa.ChunkedArray) -> pa.Array:
+    """:func:`_key_texts` as an Arrow string array (null where the list is null)."""
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if _plain_texts(arr.flatten()):
+        return _joined_keys(arr)
+    return pa.array(_key_texts(arr), pa.string())
+
+
+def _joined_keys(arr: pa.Array) -> pa.Array:
+    """``json.dumps`` of each list of a ``list<string>`` array of plain texts, joined by Arrow."""
+    joined = pc.binary_join(arr, '", "')
+    return pc.if_else(pc.equal(pc.list_value_length(arr), 0), pa.scalar("[]"),
+                      pc.binary_join_element_wise('["', joined, '"]', ""))
+
+
+def _json_texts(col: pa.ChunkedArray) -> pa.Array:
+    """``json.dumps`` of every value of a string column (null: "null"), as an Arrow array: one
+    dump per distinct value, taken by Arrow."""
+    enc = col.combine_chunks().dictionary_encode()
+    texts = [json.dumps(x) for x in enc.dictionary.to_pylist()]
+    idx = enc.indices
+    if idx.null_count:
+        idx = pc.fill_null(idx, len(texts))
+        texts.append("null")
+    return pa.array(texts, pa.string()).take(idx)
+
+
+def _key_texts(keys: pa.ChunkedArray) -> list[str | None]:
+    """``json.dumps`` of every key list (None where null): joined by Arrow when no key needs
+    escaping (every byte printable ASCII, no quote or backslash), else one by one (each list once)."""
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if _plain_texts(arr.flatten()):
+        return _joined_keys(arr).to_pylist()  # (null lists: None)
+    done: dict[tuple, str] = {}
+    out: list[str | None] = []
+    for k in arr.to_pylist():
+        if k is None:
+            out.append(None)
+            continue
+        t = done.get(tk := tuple(k))
+        if t is None:
+            t = done[tk] = json.dumps(k)
+        out.append(t)
+    return out
+
+
+def _num_texts(values: pa.ChunkedArray) -> list[str]:
+    """The JSON text of every value as :func:`_line` writes it: null (and NaN) "null", an integral
+    value below 2^53 in magnitude as an integer, any other as ``json.dumps`` writes it."""
+    v = np.asarray(values.to_numpy(zero_copy_only=False), np.float64)  # (nulls: NaN)
+    out = np.full(len(v), "null", object)
+    with np.errstate(invalid="ignore"):
+        intg = (np.abs(v) < 2**53) & (v == np.trunc(v))
+    k = np.flatnonzero(intg)
+    if len(k):
+        out[k] = list(map(str, v[k].astype(np.int64).tolist()))
+    k = np.flatnonzero(~intg & np.isfinite(v))
+    if len(k):
+        out[k] = _float_texts(v[k])
+    out[v == np.inf] = "Infinity"  # as json.dumps writes them
+    out[v == -np.inf] = "-Infinity"
+    return out.tolist()
+
+
+def _float_texts(v: np.ndarray) -> list[str]:
+    """``repr`` of finite non-integral floats. Arrow's cast to text writes the same shortest
+    round-trip digits, and the same notation for 1e-4 <= |v| < 1e10 (checked on millions of
+    values per decade; outside it Arrow's exponent form differs), ~3x faster: used there, when
+    a sample of the values agrees with ``repr``."""
+    a = np.abs(v)
+    mid = np.flatnonzero((a >= 1e-4) & (a < 1e10))
+    if len(mid) < 64:
+        return list(map(repr, v.tolist()))
+    out = np.empty(len(v), object)
+    texts = pc.cast(pa.array(v[mid]), pa.string()).to_pylist()
+    probe = mid[:: max(1, len(mid) // 16)][:16]
+    if [texts[i] for i in range(0, len(mid), max(1, len(mid) // 16))][:16] != list(map(repr, v[probe].tolist())):
+        return list(map(repr, v.tolist()))
+    out[mid] = texts
+    rest = np.ones(len(v), bool)
+    rest[mid] = False
+    rest = np.flatnonzero(rest)
+    if len(rest):
+        out[rest] = list(map(repr, v[rest].tolist()))
+    return out.tolist()
+
+
+_ESCAPED = np.ones(256, bool)  # bytes json.dumps does not write as they are in a string
+_ESCAPED[0x20:0x7F] = False
+_ESCAPED[[0x22, 0x5C]] = True
+
+
+def _plain_texts(a: pa.Array) -> bool:
+    """Whether no string of ``a`` (a string array) is null or holds a byte :data:`_ESCAPED`."""
+    if a.null_count or a.type != pa.string():
+        return False
+    if not len(a):
+        return True
+    offs = np.frombuffer(a.buffers()[1], np.int32)
+    data = a.buffers()[2]
+    if data is None:
+        return True
+    b = np.frombuffer(data, np.uint8)[offs[a.offset]:offs[a.offset + len(a)]]
+    return not _ESCAPED[b].any()
+
+
+def _line(row: dict[str, Any], tx: dict[Any, str]) -> str:
+    """One output line (see :func:`jsonl_lines`) from its row."""
+    dumps = json.dumps
+
+    def num(v: Any) -> str:
+        if v is None or v != v:
+            return "null"
+        return str(int(v)) if v.is_integer() and abs(v) < 2**53 else json.dumps(v)
+
+    e, a, asked = row["event"], row["at"], row.get("asked_at")
+    parts = ['{"event": ', tx[e], ', "id": ', tx[row["id"]], ', "at": ', "null" if a is None else str(a)]
+    if asked is not None:
+        parts += (', "asked_at": ', str(asked))
+    if e in _VALUE_EVENTS:
+        v, k = row["value"], row.get("keys")
+        null = v is None or v != v
+        if k is not None and null:
+            parts += (', "value": ', dumps(k))
+        else:
+            if k is not None:
+                parts += (', "keys": ', dumps(k))
+            parts += (', "value": ', num(v))
+    elif e == "join":
+        r, s_ = row.get("r"), row.get("s")
+        parts += (', "r": ', "null" if r is None else str(r), ', "s": ', "null" if s_ is None else str(s_))
+        for side in ("left", "right"):
+            x = row.get(side)
+            if x is not None:
+                parts += (f', "{side}": ', dumps(json.loads(x)))
+    elif e in ("cluster", "cluster_update"):
+        r = row.get("r")
+        parts += (', "cluster": ', "null" if r is None else str(r))
+        if e == "cluster_update":
+            parts += (', "value": ', num(row["value"]))
+    elif e in ("rejected", "late"):
+        parts += (', "reason": ', dumps(row.get("reason")))
+    parts.append("}\n")
+    return "".join(parts)
