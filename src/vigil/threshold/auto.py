@@ -132,15 +132,34 @@ class CostModel:
     log(seconds) bilinearly in (log m, log B) and extrapolates linearly beyond the grid (the
     slope of the last two grid points: a power law). d >= 3 uses d = 2's tables."""
 
+    _default: CostModel | None = None  # the fitted model, made once per process (default())
+
     def __init__(self, tables: dict[str, Any]) -> None:
         self.tables = tables
         self._cache: dict[tuple[str, str], tuple] = {}
+        self._preds: dict[int, dict] = {}  # dim -> Auto's predictions (see predictions())
 
     @classmethod
     def default(cls) -> CostModel:
-        from ._auto_model import MODEL
+        """The fitted model (:mod:`._auto_model`): one instance per process for this class (its
+        tables are read-only), a new one for a subclass."""
+        if cls is not CostModel:
+            from ._auto_model import MODEL
 
-        return cls(MODEL["tables"])
+            return cls(MODEL["tables"])
+        m = CostModel._default
+        if m is None:
+            from ._auto_model import MODEL
+
+            m = CostModel._default = cls(MODEL["tables"])
+        return m
+
+    def predictions(self, dim: int) -> dict:
+        """The table of :meth:`Auto._predict` (quantised (m, B, rho) -> every choice's predicted
+        costs) shared by every Auto of dimension ``dim`` that uses this model: a prediction
+        depends only on the model, ``dim`` and the key, so the threshold groups of an engine
+        (one Auto each) compute each key once, not once per group."""
+        return self._preds.setdefault(dim, {})
 
     def _t(self, algo: str, d: int):
         """(log(ms + 1), log(Bs), log push[i][j], log build[i]) as Python lists: a prediction is a
@@ -234,6 +253,36 @@ class CostModel:
         return float(math.exp(min(z, 50.0)))
 
 
+class _Predictions(dict):
+    """The model's predictions at one quantised key (m, B, rho) of :meth:`Auto._predict`, each
+    computed on first read: ``a`` (seconds per push of algorithm ``a``), ``"build:" + a`` (seconds
+    to register the m queries in it) and ``"term:" + a`` (seconds per terminated query, its call
+    plus its share of the next global rebuild: every structure rebuilds on the alive queries when
+    half of those it was built with are gone, DT's §4: build(m/2) / (m/2) amortized)."""
+
+    __slots__ = ("model", "dim", "m", "B", "rho")
+
+    def __init__(self, model: CostModel, dim: int, key: tuple[int, int, int | None]) -> None:
+        super().__init__()
+        self.model, self.dim = model, dim
+        self.m = max(0, int(round(2 ** (key[0] / 4) - 1)))
+        self.B = max(1, int(round(2 ** (key[1] / 4))))
+        self.rho = None if key[2] is None else 2 ** (key[2] / 4)
+
+    def __missing__(self, name: str) -> float:
+        model, m, d = self.model, self.m, self.dim
+        kind, _, algo = name.rpartition(":")
+        if not kind:
+            v = model.push(algo, m, self.B, d, self.rho)
+        elif kind == "build":
+            v = model.build(algo, m, d)
+        else:
+            h = max(1, m // 2)
+            v = model.term(algo, m, d) + model.build(algo, h, d) / h
+        self[name] = v
+        return v
+
+
 class Auto(ThresholdOperator):
     """Picks dt, sweep, scan or the stabbing structure per push by a fitted cost model with
     hysteresis and online correction (module docstring).
@@ -264,7 +313,10 @@ class Auto(ThresholdOperator):
         self._nper = 0
         self._lw = self._lc = -1.0
         self.adapt = bool(adapt)
-        self._pred: dict[tuple[int, int], dict[str, float]] = {}  # (m, B) quantised -> predictions
+        # (m, B, rho) quantised -> predictions; the default model's table is shared by every Auto
+        # of this dimension (CostModel.predictions), another model's (a test's) is this Auto's own
+        self._pred: dict[tuple[int, int, int | None], dict[str, float]] = (
+            self.model.predictions(self.dim) if model is None else {})
         self._t_calls = 0.0  # seconds in register/terminate since the last push
         self._nterm = 0  # queries terminated in the current decision period
         self.trate = 0.0  # terminations per push (moving average): their cost counts in the choice
@@ -311,24 +363,14 @@ class Auto(ThresholdOperator):
 
     def _predict(self, m: int, B: int) -> dict[str, float]:
         """Model predictions for every choice at (m, B, rho) quantised to quarter powers of two (a
-        dictionary hit per push: this runs before every push, including single elements)."""
+        dictionary hit per push: this runs before every push, including single elements). Each
+        entry is computed when first read (:class:`_Predictions`)."""
         rho = self.rho(m)
         kr = None if rho is None else int(4 * math.log2(rho) + 0.5)
         key = (int(4 * math.log2(m + 1) + 0.5), int(4 * math.log2(B) + 0.5), kr)
         p = self._pred.get(key)
         if p is None:
-            mq = max(0, int(round(2 ** (key[0] / 4) - 1)))
-            bq = max(1, int(round(2 ** (key[1] / 4))))
-            rq = None if kr is None else 2 ** (kr / 4)
-            p = {a: self.model.push(a, mq, bq, self.dim, rq) for a in self.algos}
-            p.update({"build:" + a: self.model.build(a, mq, self.dim) for a in self.algos})
-            # a termination also brings the next global rebuild closer (every structure rebuilds
-            # on the alive queries when half of those it was built with are gone: DT's §4): per
-            # terminated query, build(m/2) / (m/2) amortized on top of its own call
-            h = max(1, mq // 2)
-            p.update({"term:" + a: self.model.term(a, mq, self.dim) + self.model.build(a, h, self.dim) / h
-                      for a in self.algos})
-            self._pred[key] = p
+            p = self._pred[key] = _Predictions(self.model, self.dim, key)
         return p
 
     def push(self, points, weights):
@@ -394,7 +436,7 @@ class Auto(ThresholdOperator):
             self._built = False  # the first period after a switch pays lazy index builds: not observed
             return
         pred = self._predict(m, B)
-        r = obs / self.load / max(k * pred[cur] + nterm * pred["term:" + cur], 1e-9)
+        r = obs / self.load / max(k * pred[cur] + (nterm * pred["term:" + cur] if nterm else 0), 1e-9)
         r = min(max(r, FACTOR_RANGE[0]), FACTOR_RANGE[1])
         # one period counts as at most OUTLIER x the current factor (the model's 1 at first): on a
         # loaded machine a preemption of a few ms inside a period is not the algorithm's cost
@@ -410,7 +452,9 @@ class Auto(ThresholdOperator):
         and the switch it calls for (module doc)."""
         pred = self._predict(m, B)
         tr = self.trate
-        cost = {a: (pred[a] + tr * pred["term:" + a]) * self.factor[a] for a in self.algos}
+        # (entries are computed when read: a term is read only when terminations count, a build
+        # only when the regret could exceed it; the values are those of reading every entry)
+        cost = {a: ((pred[a] + tr * pred["term:" + a]) if tr else pred[a]) * self.factor[a] for a in self.algos}
         if m == 0:  # nothing to carry: take the best for this push
             best = min(self.algos, key=lambda a: cost[a] + _compile(a))
             if best != self.current:
@@ -423,10 +467,12 @@ class Auto(ThresholdOperator):
                 continue
             gain = k * (cur - cost[a])
             need = 1.0 + (MIN_GAIN if self.nobs[a] else UNSEEN_GAIN)
-            self.regret[a] = self.regret[a] + gain if cost[a] * need < cur else 0.0
-            over = self.regret[a] - HYSTERESIS * pred["build:" + a] - _compile(a)
-            if over > margin:
-                target, margin = a, over
+            reg = self.regret[a] = self.regret[a] + gain if cost[a] * need < cur else 0.0
+            c = _compile(a)
+            if reg - c > margin:  # else over <= reg - c <= margin (a build is >= 0)
+                over = reg - HYSTERESIS * pred["build:" + a] - c
+                if over > margin:
+                    target, margin = a, over
         if target is not None:
             self.switch_to(target)
 
