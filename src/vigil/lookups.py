@@ -7,6 +7,7 @@ lookup-by-lookup loops they replace."""
 
 from __future__ import annotations
 
+import math
 import operator
 from itertools import pairwise
 from typing import Any
@@ -148,16 +149,18 @@ def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, flo
     """Answer lookups that waited until the end of a segment (:func:`deferrable`), each at its
     position, group by group: a group's deferred rows up to its last lookup are gathered and their
     visibility computed once, then it is fed the rows up to each of its lookup positions in turn
-    and asked there (one ``lookup_many`` per position), the rest of its rows stay deferred. A
-    group's answers depend on its own rows only, so walking the groups one after the other gives
-    the answers of applying the lookups in order. A group with a time column answers with the time
-    of its last row up to the lookup (``t_pre``: its time before the segment's rows, for a lookup
-    that feeds it none), and gets back the time of the segment's last row for judging the rows
-    after the segment. The answers are emitted as columns, in the lookups' order, each after the
-    elements up to its position (:meth:`vigil.outbox.Outbox.emit_answers`)."""
+    and asked there (one ``lookup_many`` or ``lookup_cols`` per position, or one ``push_lookup``
+    for all), the rest of its rows stay deferred. A group's answers depend on its own rows only,
+    so walking the groups one after the other gives the answers of applying the lookups in order.
+    A group with a time column answers with the time of its last row up to the lookup (``t_pre``:
+    its time before the segment's rows, for a lookup that feeds it none), and gets back the time
+    of the segment's last row for judging the rows after the segment. The answers are emitted in
+    the lookups' order, each after the elements up to its position: as columns end to end when
+    every group answers as columns (:func:`emit_columns`), else as :func:`emit_answers`."""
     groups = eng.groups
     qids, per = by_group(eng, looks)
     answers: list[Any] = [None] * len(looks)
+    blocks: dict[str, tuple[np.ndarray, pa.Array | None]] = {}  # a group's answers as columns
     pos0 = eng.position
     try:
         for key, ks in per.items():
@@ -168,28 +171,43 @@ def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, flo
                 g.t_last = t_pre[key]
             eng.position = looks[ks[-1]][0]
             if len(ks) == len(looks):  # one group (ks = every index)
-                walk(eng, g, list(map(_pos, looks)), qids, ks, answers)
+                got = walk(eng, g, list(map(_pos, looks)), qids, ks, answers)
             else:
-                walk(eng, g, [looks[k][0] for k in ks], [qids[k] for k in ks], ks, answers)
+                got = walk(eng, g, [looks[k][0] for k in ks], [qids[k] for k in ks], ks, answers)
+            if got is not None:
+                blocks[key] = got
             if timed:
                 g.t_last = max(g.t_last, t_end)
     finally:
         eng.position = pos0
     ats = list(map(_pos, looks))
+    if len(blocks) == len(per):
+        values, keys = _gathered(per, blocks, len(looks))
+        emit_columns(eng, ats, qids, values, keys, ats)
+        return
+    for key, (values, keys) in blocks.items():  # beside groups that answer as tuples
+        for k, a in zip(per[key], as_tuples(values, keys), strict=True):
+            answers[k] = a
     emit_answers(eng, ats, [None] * len(looks), qids, answers, ats)
 
 
-def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) -> None:
+def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) -> tuple | None:
     """Group ``g`` fed its deferred rows up to each position of ``ats`` (ascending) in turn and
-    asked for the queries ``qids`` there (one ``lookup_many`` call per position); the answers go
-    to ``answers[ks[i]]``; its rows after the last position stay deferred."""
+    asked for the queries ``qids`` there (one call per position; one ``push_lookup`` for all when
+    the group can); its rows after the last position stay deferred. A group with ``lookup_cols``
+    answers as columns, returned: (values, float64 with NaN for no value; keys, an Arrow
+    ``list<string>`` array or None), in the order of ``qids``; any other's answers go to
+    ``answers[ks[i]]`` (None returned)."""
     later = g.__dict__.pop("_later", None)
     rows = seqs = vis = None
     if later:
         later, rest = split_later(later, ats[-1])
         if rest:
             g._later = rest
-    starts = [i for i in range(len(ats)) if not i or ats[i] != ats[i - 1]]  # one call per position
+    if ats[0] == ats[-1]:  # one position
+        starts = [0]
+    else:
+        starts = [i for i in range(len(ats)) if not i or ats[i] != ats[i - 1]]  # one call per position
     qarr = np.asarray(qids, np.int64)
     if later:
         cols, seg = eng._cols, eng._seg
@@ -199,7 +217,8 @@ def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) 
         cuts = np.searchsorted(seqs, [ats[i] for i in starts], side="right").tolist()
     fed = 0
     starts.append(len(ats))
-    if len(starts) > 2 and not g.follows_positions and hasattr(g, "push_lookup"):  # one operator call
+    as_cols = hasattr(g, "lookup_cols")
+    if as_cols and len(starts) > 2 and not g.follows_positions and hasattr(g, "push_lookup"):  # one operator call
         if rows is None:
             rs, ss = np.empty(0, np.int64), np.empty(0, np.int64)
         else:
@@ -208,12 +227,9 @@ def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) 
         got = g.push_lookup(eng._cols, rs, ss, np.searchsorted(ss, pos, side="right"), pos,
                             np.asarray(starts, np.int64), qarr)
         if got is not None:
-            if len(ks) == len(answers):  # ks = every index, in order
-                answers[:] = got
-            else:
-                for k, a in zip(ks, got, strict=True):
-                    answers[k] = a
-            return
+            return got, None
+    vparts: list[np.ndarray] = []
+    kparts: list[pa.Array | None] = []
     for c, (i, j) in enumerate(pairwise(starts)):
         if rows is not None and cuts[c] > fed:
             e = cuts[c]
@@ -226,12 +242,69 @@ def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) 
                 if v.any():
                     g.feed(cols, rows[fed:e][v], seqs[fed:e][v], seg)
             fed = e
+        if as_cols:
+            v, kc = g.lookup_cols(qarr[i:j], ats[i])
+            vparts.append(v)
+            kparts.append(kc)
+            continue
         got = g.lookup_many(qarr[i:j], ats[i])
         if j - i == 1:
             answers[ks[i]], = got
         else:
             for k, a in zip(ks[i:j], got, strict=True):
                 answers[k] = a
+    if not as_cols:
+        return None
+    if len(vparts) == 1:
+        return vparts[0], kparts[0]
+    return np.concatenate(vparts), _concat_keys(kparts, vparts)
+
+
+def _concat_keys(kparts: list, vparts: list[np.ndarray]) -> pa.Array | None:
+    """Key columns of consecutive answer blocks as one (None: no block has keys)."""
+    if all(k is None for k in kparts):
+        return None
+    return pa.concat_arrays([pa.nulls(len(v), _KEYS) if k is None else k for k, v in zip(kparts, vparts, strict=True)])
+
+
+_KEYS = pa.list_(pa.string())
+
+
+def _gathered(per: dict[str, list[int]], blocks: dict, n: int) -> tuple[np.ndarray, pa.Array | None]:
+    """The groups' answer columns (``blocks[key]`` answers the lookups ``per[key]``) in the
+    lookups' order."""
+    if len(per) == 1:
+        return next(iter(blocks.values()))
+    order = np.concatenate([np.asarray(ks, np.int64) for ks in per.values()])
+    where = np.empty(n, np.int64)
+    where[order] = np.arange(n)
+    vals = [blocks[key][0] for key in per]
+    keys = _concat_keys([blocks[key][1] for key in per], vals)
+    return np.concatenate(vals)[where], None if keys is None else keys.take(pa.array(where))
+
+
+def as_tuples(values: np.ndarray, keys: pa.Array | None) -> list[tuple]:
+    """Answer columns as (value or None, keys as a list of texts or None) tuples."""
+    vals = [None if math.isnan(x) else x for x in values.tolist()]
+    return list(zip(vals, keys.to_pylist() if keys is not None else [None] * len(vals), strict=True))
+
+
+def emit_columns(eng, ats: list[int], qids: list[int], values: np.ndarray, keys: pa.Array | None,
+                 pos: list[int]) -> None:
+    """Answer events of lookups of queries ``qids`` at positions ``ats``, applied at engine
+    positions ``pos``, from their columns (values: NaN for no value; keys: an Arrow
+    ``list<string>`` array or None): ids taken by Arrow from the distinct queries' ids, no Python
+    object per answer but the positions. Counts the lookups applied."""
+    eng.counts["ops_applied"] += len(qids)
+    eng._out.emit_answer_columns(id_column(eng.ids, qids), ats, values, keys, pos, eng.out_counts)
+
+
+def id_column(ids: list[str], qids: list[int]) -> pa.Array:
+    """The ids of queries ``qids`` as an Arrow string array (each distinct id converted once)."""
+    if len(qids) < 64:
+        return pa.array([ids[q] for q in qids], pa.string())
+    u, inv = np.unique(np.asarray(qids, np.int64), return_inverse=True)
+    return pa.array([ids[q] for q in u.tolist()], pa.string()).take(pa.array(inv.ravel()))
 
 
 def emit_answers(eng, ats: list[int], asked: list, qids: list[int], answers: list, pos: list[int]) -> None:

@@ -50,7 +50,7 @@ class Outbox:
         k = len(ids)
         if not k:
             return 0
-        cols = {"event": pa.array(["answer"] * k, pa.string()), "id": pa.array(ids, pa.string()),
+        cols = {"event": _repeated("answer", k), "id": pa.array(ids, pa.string()),
                 "at": pa.array(at, pa.int64()), "value": pa.array(values, pa.float64()),
                 "keys": keys if isinstance(keys, pa.Array) else _nullable(keys, pa.list_(pa.string())),
                 "asked_at": _nullable(asked, pa.int64())}
@@ -61,6 +61,26 @@ class Outbox:
         for col in run:
             if type(col) is list:
                 col.clear()
+        return k
+
+    def emit_answer_columns(self, ids: pa.Array, at: list[int], values: np.ndarray, keys: pa.Array | None,
+                            pos: list[int], out_counts: dict[str, int]) -> int:
+        """Answer events from columns (ids: Arrow strings; values: float64, NaN written as null;
+        keys: an Arrow ``list<string>`` array or None; ``pos``: the engine position each was
+        emitted at; the other columns null), emitted one after the other as one table; counts
+        them in ``out_counts``, returns how many."""
+        k = len(ids)
+        if not k:
+            return 0
+        nan = np.isnan(values)
+        cols = {"event": _repeated("answer", k), "id": ids, "at": pa.array(at, pa.int64()),
+                "value": pa.array(values, pa.float64(), mask=nan) if nan.any() else pa.array(values, pa.float64())}
+        if keys is not None:
+            cols["keys"] = keys
+        self.rows.append(pa.table([cols[f.name] if f.name in cols else pa.nulls(k, f.type) for f in OUTPUT_SCHEMA],
+                                  schema=OUTPUT_SCHEMA))
+        self.pos.extend(pos)
+        out_counts["answer"] = out_counts.get("answer", 0) + k
         return k
 
     def _ops(self) -> pa.Table | None:
@@ -117,6 +137,15 @@ class Outbox:
             return pa.concat_tables([ops, elem])
         order = np.argsort(np.concatenate([np.arange(len(at)) * 2, cut * 2 - 1]), kind="stable")
         return pa.concat_tables([elem, ops]).take(pa.array(order))
+
+
+def _repeated(text: str, k: int) -> pa.Array:
+    """An Arrow string array of ``k`` copies of ASCII ``text``, built from its buffers."""
+    w = len(text)
+    offs = np.arange(0, (k + 1) * w, w, dtype=np.int32) if k * w < 2**31 else None
+    if offs is None:
+        return pa.array([text] * k, pa.string())
+    return pa.Array.from_buffers(pa.string(), k, [None, pa.py_buffer(offs), pa.py_buffer(text.encode() * k)])
 
 
 def _nullable(values: list, typ: pa.DataType) -> pa.Array:

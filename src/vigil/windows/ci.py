@@ -148,7 +148,9 @@ class CI(SubstreamNaive):
     def ci_ok(self) -> bool:
         return self.agg == "count" or (self.integral and self.nonneg)
 
-    def lookup(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> list[np.ndarray]:
+    def lookup_flat(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`lookup`'s key codes as one array and offsets: query ``i``'s codes are
+        ``codes[offs[i]:offs[i + 1]]``."""
         self._check_position(n)
         Q = self._query_rows(np.asarray(qids, dtype=np.int64))
         a = self.a
@@ -157,7 +159,7 @@ class CI(SubstreamNaive):
         out, offs, checked = lookup_ci_batch(Q, float(t_now), ip, self.lo_tab, self.w_tab, a["pool"], a["krec"],
                                              a["kf"], self.H, self.hp, self.stack, self.cand)
         self.checked += int(checked)
-        return self._split(out, offs)
+        return out, offs
 
     def state(self) -> dict[str, Any]:
         s = super().state()

@@ -15,6 +15,7 @@ from ..group import Codes, Group
 from ..keycodes import encode_rows
 from ..lookups import KeyRanks
 from ..specs import SubstreamFilterSpec, WindowAggregateSpec
+from ._answer_kernels import sorted_ranks
 
 
 class WindowGroup(Group):
@@ -62,18 +63,32 @@ class WindowGroup(Group):
     def lookup_many(self, qids: np.ndarray, n: int) -> list[tuple[float | None, list[str] | None]]:
         return _answers(self.op.lookup(qids, n, self.t_last))
 
-    def push_lookup(self, cols, rows, seqs, cuts, ns, starts, qids) -> list | None:
+    def lookup_cols(self, qids: np.ndarray, n: int) -> tuple[np.ndarray, None]:
+        """:meth:`lookup_many`'s answers as columns: (values, float64, NaN where there is no
+        value; no keys)."""
+        return self.op.lookup(qids, n, self.t_last), None
+
+    def push_lookup(self, cols, rows, seqs, cuts, ns, starts, qids) -> np.ndarray | None:
         """Rows ``rows`` (seqs ``seqs``, visible ones) fed in turn up to each position ``ns[c]``
         (the first ``cuts[c]``) and ``qids[starts[c]:starts[c + 1]]`` answered there, in one
-        operator call (``feed`` then ``lookup_many`` per position, as answers); None (nothing
-        done) when the operator cannot (time windows, several structures, a resize on the way)."""
+        operator call (``feed`` then ``lookup_cols`` per position): the values (NaN: none); None
+        (nothing done) when the operator cannot (time windows, several structures, a resize on
+        the way)."""
         push_lookup = getattr(self.op, "push_lookup", None)
         if push_lookup is None or self.params["time_column"]:
             return None
-        v = push_lookup(self.values(cols, rows), seqs, cuts, ns, starts, qids)
-        if v is None:
-            return None
-        return _answers(v)
+        return push_lookup(self.values(cols, rows), seqs, cuts, ns, starts, qids)
+
+
+def ranked_lists(rank: np.ndarray, texts: pa.Array, codes: np.ndarray, offs: np.ndarray) -> pa.Array:
+    """Answers' key codes (answer ``i``: ``codes[offs[i]:offs[i + 1]]``) as an Arrow
+    ``list<string>`` array, each list sorted by text: ``rank`` is each code's rank in text order
+    and ``texts`` the key texts in that order."""
+    r = sorted_ranks(np.asarray(rank, np.int64), np.asarray(codes, np.int64), np.asarray(offs, np.int64))
+    if len(r) >= 2**31:  # beyond list<string>'s offsets: one list per answer
+        return pa.array([texts.take(pa.array(r[a:b])).to_pylist() for a, b in zip(offs[:-1], offs[1:], strict=True)],
+                        pa.list_(pa.string()))
+    return pa.ListArray.from_arrays(pa.array(np.asarray(offs, np.int32), pa.int32()), texts.take(pa.array(r)))
 
 
 def _answers(v: np.ndarray) -> list[tuple[float | None, None]]:
@@ -125,6 +140,22 @@ class SubstreamGroup(Group):
         # each answer's keys sorted by text: their codes' ranks sorted (no per-key Python compare),
         # kept as numbers until the answers are written as one column (vigil.lookups.KeyRanks)
         return [(None, KeyRanks(np.sort(rank[codes]), texts)) for codes in got]
+
+    def lookup_cols(self, qids, n) -> tuple[np.ndarray, pa.Array]:
+        """:meth:`lookup_many`'s answers as columns: (values: all NaN, the key lists as an Arrow
+        ``list<string>`` array, each sorted by text): the codes' ranks in text order sorted
+        within each answer by one kernel call and taken from the key texts by one Arrow ``take``."""
+        t_now = self.engine._t_now(self.params["time_column"], n, self.t_last)
+        flat = getattr(self.op, "lookup_flat", None)
+        if flat is not None:
+            codes, offs = flat(qids, n, t_now)
+        else:
+            got = self.op.lookup(qids, n, t_now)
+            offs = np.zeros(len(got) + 1, np.int64)
+            np.cumsum([len(c) for c in got], out=offs[1:])
+            codes = np.concatenate(got) if got else np.zeros(0, np.int64)
+        rank, texts = self._key_order()
+        return np.full(len(qids), np.nan), ranked_lists(rank, texts, codes, offs)
 
     def _key_order(self) -> tuple[np.ndarray, pa.Array]:
         """(rank of each key code in text order, the key texts in that order as an Arrow array),

@@ -238,14 +238,18 @@ class SubstreamNaive(SubstreamOperator):
         return [out[offs[i]: offs[i + 1]] for i in range(len(offs) - 1)]
 
     def lookup(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> list[np.ndarray]:
+        return self._split(*self.lookup_flat(qids, n, t_now))
+
+    def lookup_flat(self, qids: np.ndarray, n: int, t_now: float = math.nan) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`lookup`'s key codes as one array and offsets: query ``i``'s codes are
+        ``codes[offs[i]:offs[i + 1]]``."""
         self._check_position(n)
         Q = self._query_rows(np.asarray(qids, dtype=np.int64))
         a = self.a
         ci_ok = self.agg == "count" or (self.integral and self.nonneg)
         ip = self._ip(self.nkeys, self.agg == "sum", self.agg == "count" or self.integral, ci_ok, self.agg == "count",
                       self.probe)
-        out, offs = lookup_naive_batch(Q, float(t_now), ip, a["pool"], a["krec"], a["kf"])
-        return self._split(out, offs)
+        return lookup_naive_batch(Q, float(t_now), ip, a["pool"], a["krec"], a["kf"])
 
     # ------------------------------------------------------------------------- state
     def nbytes(self) -> int:
