@@ -43,17 +43,23 @@ import numpy as np
 from ._sliding_kernels import (
     _NI,
     _NJ,
+    B_HI,
+    B_LO,
+    B_OFF,
     F_E,
     F_LAST,
     F_PHI,
     I_EL,
     I_LL,
     M_B,
+    M_BH,
     M_BT,
     M_EVALS,
     M_FIRST,
+    M_FX,
     M_GDEAD,
     M_HS,
+    M_L0,
     M_MH,
     M_MTOT,
     M_N,
@@ -69,6 +75,8 @@ from ._sliding_kernels import (
     M_RP,
     M_RT,
     M_SEARCHES,
+    M_SH,
+    M_ST,
     M_SWEEPS,
     M_T,
     M_VER,
@@ -348,6 +356,18 @@ def sweep(meta, ob, obs, blk, sv, si, mv, mi, cv, qf, qi, mat, n, i, oslot, ooff
     meta[M_GDEAD] = gd
 
 
+@numba.njit(**_NI)
+def _expires(meta, blk, l0):
+    """Whether ``expire(..., l0)`` changes more than meta M_SH and M_L0 (an element, a block or
+    the front leaves the window, or the block indices move): its conditions, without its call."""
+    if meta[M_PC] > 0 or (meta[M_OC] > 0 and meta[M_OLO] < l0):
+        return True
+    bh = meta[M_BH]
+    if meta[M_MH] < bh or (meta[M_FX] >= 0 and meta[M_FX] < bh):
+        return True
+    return bh < meta[M_BT] and (blk[B_HI, bh] < l0 or (bh >= meta[M_MH] and blk[B_LO, bh] < l0))
+
+
 @numba.njit(**_NJ)
 def push(x, seqs, p0, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive, oslot, ooff, oval):
     """:func:`push_x` without the ring of elements (the mature queries' counts are searched at
@@ -396,7 +416,11 @@ def push_x(x, seqs, p0, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, q
                 meta[M_RT] = rt + 1
         meta[M_N] = n
         meta[M_NPUSHED] += 1
-        expire(meta, ob, obs, blk, sv, si, mv, mi, mv2, n - w + 1)
+        if _expires(meta, blk, n - w + 1):
+            expire(meta, ob, obs, blk, sv, si, mv, mi, mv2, n - w + 1)
+        else:  # what expire does when the window's left end passes nothing
+            meta[M_SH] = blk[B_OFF, meta[M_BH]] if meta[M_BH] < meta[M_BT] else meta[M_ST]
+            meta[M_L0] = n - w + 1
         if xact:
             re = meta[M_RE]
             rt = meta[M_RT]

@@ -12,10 +12,11 @@ stay the owners of their state: their Python methods (registration, lookups beyo
 position, summaries, snapshots) still apply, and :meth:`SlidingKeys.sync` re-reads a key's arrays
 after any of them may have replaced one.
 
-Capacity: before a key's push, :func:`_short` tells whether the operator's arrays could overflow
-with the next k elements (the conditions under which ``Sliding._room(k)`` grows or compacts
-them, at k + 16: a conservative test); then Python calls ``_room`` and the push resumes. The
-output buffers are shared by all keys and grow as the operator's own do (the push kernel stops
+Capacity: before a key's push, :func:`._sliding_room.short` tells whether the operator's arrays
+could overflow with the next k elements (the conditions under which ``Sliding._room(k)`` grows or
+compacts them, at k + 16: a conservative test); then the push makes room in compiled code
+(:func:`._sliding_room.room`, what ``Sliding._room`` runs), puts the key's new arrays in the
+typed list and, after the call, gives them to the key's operator. The output buffers are shared by all keys and grow as the operator's own do (the push kernel stops
 before they could overflow).
 
 Outputs are the operator's updates with its notify slots mapped to the group's slots
@@ -32,6 +33,7 @@ import numpy as np
 from numba.typed import List
 
 from . import _sliding_kernels as K
+from . import _sliding_room as R
 from .rank import rank_from_summary
 from .sliding import Sliding
 
@@ -45,13 +47,14 @@ _NOMAT = np.zeros(1, np.int64)
 if SN is not None:
     @numba.njit(cache=True, nogil=True, inline="always")
     def _kpush(x, seqs, p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive, oslot, ooff,
-               oval):
-        return SN.push(x, seqs, p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive, oslot,
-                       ooff, oval)
+               oval, hv, hq):
+        meta[K.M_XACT] = 0  # no ring here: the mature queries' counts are searched (SN.push)
+        return SN.push_x(x, seqs, p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive,
+                         oslot, ooff, oval, hv, hq)
 else:
     @numba.njit(cache=True, nogil=True, inline="always")
     def _kpush(x, seqs, p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat, nlive, oslot, ooff,
-               oval):
+               oval, hv, hq):
         return K.push(x, seqs, p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, nlive, oslot, ooff,
                       oval)
 
@@ -102,38 +105,32 @@ def _set(st, i, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat,
 
 
 @numba.njit(cache=True, nogil=True)
-def _short(meta, ob, blk, sv, mv, k):
-    """Whether ``Sliding._room(k)`` would grow or compact any array (its four conditions)."""
-    oc = meta[K.M_OC]
-    if min(meta[K.M_B] + 1, oc + k + 1) > ob.shape[1]:
-        return True
-    if meta[K.M_BT] + 2 * k + 4 > blk.shape[1]:
-        return True
-    ko = k + oc + 2
-    if meta[K.M_ST] + ko > len(sv):
-        return True
-    return meta[K.M_T] + ko > len(mv)
-
-
-@numba.njit(cache=True, nogil=True)
-def _push_many(st, nlive, eps, codes, bounds, xs, seqs, u0, p0, oslot, ooff, oval, nout):
+def _push_many(st, nlive, eps, codes, bounds, xs, seqs, u0, p0, oslot, ooff, oval, nout, grown):
     """Push xs[bounds[u]:bounds[u+1]] (positions seqs[...]) into key codes[u]'s operator, for u
-    from u0 (resuming at p0 within key u0). Returns (status, u, p, nout): status 0 done; 1 key u
-    needs room (``_room``) before its push; 2 the output buffers are full at element p of key u."""
+    from u0 (resuming at p0 within key u0). A key whose arrays could overflow gets room first
+    (:func:`._sliding_room.room`, as ``Sliding._room(max(k + _SLACK, 128))`` for its k elements):
+    its new arrays replace its entry of ``st`` and grown[code] is set to 1 (its operator re-reads
+    them: :meth:`SlidingKeys.push`). Returns (status, u, p, nout): status 0 done; 2 the output
+    buffers are full at element p of key u."""
+    hv = np.empty(1)  # the push loop's ring of elements: unused here (no kept counts, M_XACT 0)
+    hq = np.zeros(1, np.int64)
     for u in range(u0, len(codes)):
         c = codes[u]
         b0 = bounds[u]
         b1 = bounds[u + 1]
         p = p0 if u == u0 else 0
         meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq = st[c]
-        if p == 0 and _short(meta, ob, blk, sv, mv, b1 - b0 + _SLACK):
-            return 1, u, 0, nout
+        if p == 0 and R.short(meta, ob, blk, sv, mv, b1 - b0 + _SLACK):
+            ob, obs, blk, sv, si, mv, mi, mv2, mi2 = R.room(meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2,
+                                                            max(b1 - b0 + _SLACK, 128))
+            st[c] = (meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, qf, qi, heap, mat, sq)
+            grown[c] = 1
         if _M_FIRST >= 0 and meta[K.M_NPUSHED] == 0:
             meta[_M_FIRST] = seqs[b0]  # as the operator's push records its first position
         k0 = nout
         meta[K.M_NOUT] = nout
         q = _kpush(xs[b0:b1], seqs[b0:b1], p, meta, ob, obs, blk, sv, si, mv, mi, mv2, mi2, eps, qf, qi, heap, mat,
-                   nlive[c], oslot, ooff, oval)
+                   nlive[c], oslot, ooff, oval, hv, hq)
         nout = meta[K.M_NOUT]
         for k in range(k0, nout):
             oslot[k] = sq[oslot[k]]
@@ -142,6 +139,11 @@ def _push_many(st, nlive, eps, codes, bounds, xs, seqs, u0, p0, oslot, ooff, ova
         if q < b1 - b0:
             return 2, u, q, nout
     return 0, len(codes), 0, nout
+
+
+@numba.njit(cache=True, nogil=True)
+def _get(st, i):
+    return st[i]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -329,19 +331,18 @@ class SlidingKeys:
         positions increasing after its last one). Returns the updates (group slots, offsets into
         xs, values), unsorted."""
         u, p, nout = 0, 0, 0
+        grown = np.zeros(self.n, np.int64)
         while True:
             oslot, ooff, oval = self.out
             status, u, p, nout = _push_many(self.st, self.nlive, self.eps, codes, bounds, xs, seqs, u, p,
-                                            oslot, ooff, oval, nout)
+                                            oslot, ooff, oval, nout, grown)
             if status == 0:
                 break
-            if status == 1:
-                c = int(codes[u])
-                ops[c]._room(max(int(bounds[u + 1] - bounds[u]) + _SLACK, 128))
-                self.sync(c, ops[c])
-            else:
-                cap = 2 * (len(oslot) + int(self.nlive[int(codes[u])]) + 1)
-                self.out = tuple(np.concatenate([a[:nout], np.empty(cap - nout, a.dtype)]) for a in self.out)
+            cap = 2 * (len(oslot) + int(self.nlive[int(codes[u])]) + 1)
+            self.out = tuple(np.concatenate([a[:nout], np.empty(cap - nout, a.dtype)]) for a in self.out)
+        for c in np.flatnonzero(grown).tolist():  # the operators keep the arrays grown in the push
+            op = ops[c]
+            (_m, op.ob, op.obs, op.blk, op.sv, op.si, op.mv, op.mi, op.mv2, op.mi2) = _get(self.st, c)[:10]
         if not nout:
             return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
         return self.out[0][:nout].copy(), self.out[1][:nout].copy(), self.out[2][:nout].copy()

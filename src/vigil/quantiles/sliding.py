@@ -45,6 +45,7 @@ from ..arrays import check_increasing
 from . import QuantileOperator, merge_summaries
 from . import _sliding_kernels as K
 from . import _sliding_notify as SN
+from . import _sliding_room as R
 from . import _sliding_sweep as S
 
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
@@ -176,44 +177,8 @@ class Sliding(QuantileOperator):
     def _room(self, k: int) -> None:
         """Room for k more elements' blocks, samples and merged entries (compacting first)."""
         m = self.meta
-        need = min(self.B + 1, int(m[K.M_OC]) + k + 1)  # the open block (and the front, never larger)
-        if need > self.ob.shape[1]:
-            cap = min(self.B + 1, max(need, 2 * self.ob.shape[1]))
-            ob, obs = np.empty((2, cap)), np.zeros((2, cap), np.int64)
-            ob[:, :self.ob.shape[1]], obs[:, :self.ob.shape[1]] = self.ob, self.obs
-            self.ob, self.obs = ob, obs
-        bh, bt = int(m[K.M_BH]), int(m[K.M_BT])
-        need_b = bt - bh + 2 * k + 4
-        if bt + 2 * k + 4 > self.blk.shape[1]:
-            blk = np.zeros((6, max(self.blk.shape[1], 2 * need_b)), np.int64)
-            blk[:, :bt - bh] = self.blk[:, bh:bt]
-            self.blk = blk
-            t = int(m[K.M_T])
-            self.mi[K.I_B, :t] -= bh
-            m[K.M_MH] -= bh
-            if m[K.M_FX] >= 0:
-                m[K.M_FX] -= bh
-            m[K.M_BT] = bt - bh
-            m[K.M_BH] = 0
-            bh, bt = 0, bt - bh
-        sh, st = int(m[K.M_SH]), int(m[K.M_ST])
-        ko = k + int(m[K.M_OC]) + 2  # new samples: at most the elements closed in this push
-        need_s = st - sh + ko
-        if st + ko > len(self.sv):
-            cap = max(len(self.sv), 2 * need_s)
-            sv, si = np.empty(cap), np.zeros((2, cap), np.int64)
-            sv[:st - sh], si[:, :st - sh] = self.sv[sh:st], self.si[:, sh:st]
-            self.sv, self.si = sv, si
-            self.blk[K.B_OFF, bh:bt] -= sh
-            m[K.M_SH], m[K.M_ST] = 0, st - sh
-        t = int(m[K.M_T])
-        if t + ko > len(self.mv):
-            cap = 2 * (t + ko)
-            mv, mi = np.empty(cap), np.zeros((4, cap), np.int64)
-            mv[:t], mi[:, :t] = self.mv[:t], self.mi[:, :t]
-            self.mv, self.mi = mv, mi
-            self.mv2, self.mi2 = np.empty(cap), np.zeros((2, cap), np.int64)
-            K._ranks(self.mv, self.mi, t, self.mv2)  # mv2 holds the coarse index between merges
+        (self.ob, self.obs, self.blk, self.sv, self.si, self.mv, self.mi, self.mv2,
+         self.mi2) = R.room(m, self.ob, self.obs, self.blk, self.sv, self.si, self.mv, self.mi, self.mv2, self.mi2, int(k))
         if m[K.M_XACT]:  # the ring: the elements from the window's left end at the last sweep on
             rp, rt = int(m[K.M_RP]), int(m[K.M_RT])
             need = rt - rp + k + 2
