@@ -57,6 +57,25 @@ def _kx_positions(k: np.ndarray, x: np.ndarray, nk: np.ndarray, nx: np.ndarray) 
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _merge(a: np.ndarray, p: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """np.insert(a, p, v) for nondecreasing positions p (v[j] goes before a[p[j]], equal positions
+    in the order given), as one pass."""
+    out = np.empty(len(a) + len(v), a.dtype)
+    i = 0
+    for j in range(len(v)):
+        while i < p[j]:
+            out[i + j] = a[i]
+            i += 1
+        out[i + j] = v[j]
+    out[i + len(v):] = a[i:]
+    return out
+
+
+def _ins(a: np.ndarray, p: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return _merge(a, p, np.asarray(v, a.dtype))
+
+
 def distinct_pairs(i: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (i, q) pairs (i >= 0), sorted by (i, q): one sort of the int64 key
     i * span + (q - min q) (np.unique(axis=0) sorts row records, ~15x slower; numpy 2's 1-D
@@ -120,12 +139,12 @@ class _Index:
             kk, ss = key[ok], seqs[ok]
             o = np.argsort(kk, kind="stable")
             p = np.searchsorted(self.asc, kk[o], "right")
-            self.asc = np.insert(self.asc, p, kk[o])
-            self.asc_s = np.insert(self.asc_s, p, ss[o])
+            self.asc = _ins(self.asc, p, kk[o])
+            self.asc_s = _ins(self.asc_s, p, ss[o])
             o = np.argsort(-kk, kind="stable")
             p = np.searchsorted(self.neg, -kk[o], "right")
-            self.neg = np.insert(self.neg, p, -kk[o])
-            self.neg_s = np.insert(self.neg_s, p, ss[o])
+            self.neg = _ins(self.neg, p, -kk[o])
+            self.neg_s = _ins(self.neg_s, p, ss[o])
             return
         ok = ~np.isnan(x)
         if self.kind == "window":
@@ -135,17 +154,17 @@ class _Index:
             return
         o = np.lexsort((xx, kk))  # new tuples sorted, so their positions are nondecreasing
         p = _kx_positions(self.k, self.kx, kk[o], xx[o])
-        self.k = np.insert(self.k, p, kk[o])
-        self.kx = np.insert(self.kx, p, xx[o])
-        self.kt = np.insert(self.kt, p, tt[o])
-        self.ks = np.insert(self.ks, p, ss[o])
+        self.k = _ins(self.k, p, kk[o])
+        self.kx = _ins(self.kx, p, xx[o])
+        self.kt = _ins(self.kt, p, tt[o])
+        self.ks = _ins(self.ks, p, ss[o])
         if self.kind == "window":
             o = np.argsort(kk, kind="stable")  # equal positions keep the given order
             p = np.searchsorted(self.k2, kk[o], "right")
-            self.k2 = np.insert(self.k2, p, kk[o])
-            self.x2 = np.insert(self.x2, p, xx[o])
-            self.t2 = np.insert(self.t2, p, tt[o])
-            self.s2 = np.insert(self.s2, p, ss[o])
+            self.k2 = _ins(self.k2, p, kk[o])
+            self.x2 = _ins(self.x2, p, xx[o])
+            self.t2 = _ins(self.t2, p, tt[o])
+            self.s2 = _ins(self.s2, p, ss[o])
 
 
 class _Side:

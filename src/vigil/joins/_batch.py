@@ -27,6 +27,7 @@ from . import _delta
 from ._rtree import build_forest, stab
 
 INF = np.inf
+SMALL = 64  # select/window joins with at most this many queries: intra_pairs lists them per tuple
 
 
 @numba.njit(cache=True, nogil=True)
@@ -47,7 +48,7 @@ def intra_pairs(band, timed, Ak, As, Ax, At, Bk, Bs, Bx, Bt, a_is_left, zmax, kl
     buf = np.empty(nq + 1, np.int64)
     mine = np.empty(nq + 1, np.int64)
     stack = np.empty(16 * 64, np.int64)
-    small = nq <= 64
+    small = nq <= SMALL
     for j in range(len(Ak)):
         k = Ak[j]
         sj = As[j]
@@ -78,6 +79,15 @@ def intra_pairs(band, timed, Ak, As, Ax, At, Bk, Bs, Bx, Bt, a_is_left, zmax, kl
                         ob[n] = Bs[p]
                     n += 1
             continue
+        nm = 0
+        if small:  # the queries whose arriving-side range holds the tuple (none: no pair)
+            a = Ax[j]
+            for u in range(nq):
+                if MLO[u] <= a and a <= MHI[u]:
+                    mine[nm] = u
+                    nm += 1
+            if nm == 0:
+                continue
         lo, hi = 0, m  # first index with (key, seq) >= (k, sj): the end of the earlier partners
         while lo < hi:
             mid = (lo + hi) >> 1
@@ -87,14 +97,6 @@ def intra_pairs(band, timed, Ak, As, Ax, At, Bk, Bs, Bx, Bt, a_is_left, zmax, kl
                 hi = mid
         p = lo - 1
         if small:
-            nm = 0
-            a = Ax[j]
-            for u in range(nq):
-                if MLO[u] <= a and a <= MHI[u]:
-                    mine[nm] = u
-                    nm += 1
-            if nm == 0:
-                continue
             while p >= 0 and Bk[p] == k:
                 z = At[j] - Bt[p] if timed else 0.0
                 if not (z < zmax):
@@ -132,7 +134,8 @@ def intra_pairs(band, timed, Ak, As, Ax, At, Bk, Bs, Bx, Bt, a_is_left, zmax, kl
 def query_trees(op) -> dict:
     """Per arriving side: (tree, Qid, DLO, zmax, klo, khi, (MLO, MHI, OLO, OHI, W)) over every
     alive query (boxes as in the module docstring; the arriving side's range, the other side's, the
-    window); cached on the operator until the queries change."""
+    window; an empty tree for select/window joins with <= SMALL queries, which intra_pairs lists
+    per tuple instead); cached on the operator until the queries change."""
     ids, rows = op.query_arrays()
     out = {}
     for side in ("left", "right"):
@@ -150,7 +153,11 @@ def query_trees(op) -> dict:
                 else np.empty((0, 5))
             zmax = float(w.max()) if len(ids) else 0.0
             klo = khi = 0.0
-        NB, NC, IB, IQ, roots = build_forest(boxes, [np.arange(len(ids))])
+        if op.kind != "band" and len(ids) <= SMALL:  # intra_pairs lists the queries, no tree
+            NB, NC, IB, IQ, roots = np.empty((0, 5)), np.empty((0, 3), np.int64), np.empty((0, 5)), \
+                np.empty(0, np.int64), np.full(1, -1, np.int64)
+        else:
+            NB, NC, IB, IQ, roots = build_forest(boxes, [np.arange(len(ids))])
         mine, other = ((0, 1), (2, 3)) if side == "left" or op.kind == "band" else ((2, 3), (0, 1))
         flat = tuple(np.ascontiguousarray(a, np.float64) for a in (
             rows[:, mine[0]], rows[:, mine[1]], rows[:, other[0]], rows[:, other[1]], w)) if op.kind != "band" \

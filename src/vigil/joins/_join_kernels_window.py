@@ -20,18 +20,33 @@ from ._skyline_cache import lookup, prepare
 def wj_join_first(K2, X2, S2, T2, kb, av, tv, wmax, root, NB, NC, IB, IQ, Qid, mode, oq, oi, oo):
     """WJ-JoinFirst (§3.3.1): partners S.B = b and S.T > t - w_max from the (B, T) index (binary
     search on T inside the key block), then each probes D with (x, a, t - T).
-    O(log m + m_b g3(n) + k)."""
+    O(log m + m_b g3(n) + k). A tuple whose a lies outside the root's arriving-side range joins no
+    query and is skipped before its partners are searched; when D is one leaf (<= 16 boxes) the
+    boxes whose arriving-side range holds a are listed once per tuple and each partner checks
+    only those (the same boxes D's probe finds: the same pairs, O(n + m_b n'))."""
     n = 0
     cnt = 0
     nq = len(Qid)
     buf = np.empty(nq + 1, np.int64)
+    mine = np.empty(nq + 1, np.int64)
     stack = np.empty(16 * 64, np.int64)
     seen = np.zeros(nq, np.int64)
+    leaf = root >= 0 and NC[root, 2] == 1
     for i in range(len(kb)):
         a = av[i]
         t = tv[i]
         if a != a or t != t:
             continue
+        if root < 0 or not (NB[root, 2] <= a and a <= NB[root, 3]):
+            continue
+        nm = 0
+        if leaf:
+            for it in range(NC[root, 0], NC[root, 0] + NC[root, 1]):
+                if IB[it, 2] <= a and a <= IB[it, 3]:
+                    mine[nm] = it
+                    nm += 1
+            if nm == 0:
+                continue
         b0, b1 = key_block(K2, kb[i])
         lo, hi = b0, b1  # first k with t - T2[k] < wmax (a suffix: times ascending)
         while lo < hi:
@@ -42,7 +57,16 @@ def wj_join_first(K2, X2, S2, T2, kb, av, tv, wmax, root, NB, NC, IB, IQ, Qid, m
                 lo = m + 1
         for k in range(lo, b1):
             z = abs(t - T2[k])
-            f = stab(NB, NC, IB, IQ, root, X2[k], a, z, buf, stack)
+            if leaf:
+                x = X2[k]
+                f = 0
+                for v in range(nm):
+                    it = mine[v]
+                    if IB[it, 0] <= x and x <= IB[it, 1] and z < IB[it, 4]:
+                        buf[f] = IQ[it]
+                        f += 1
+            else:
+                f = stab(NB, NC, IB, IQ, root, X2[k], a, z, buf, stack)
             if mode == 2:
                 cnt += f
                 continue

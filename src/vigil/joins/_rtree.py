@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 FAN = 16
+_ZERO = np.zeros(1, np.int64)
 
 
 def _center(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -45,18 +46,24 @@ def build_forest(boxes: np.ndarray, groups: list[np.ndarray], by_y: bool = False
         if n == 0:
             continue
         b = boxes[mem]
-        # STR: slabs by x center, each slab sorted by y center
-        leaves = math.ceil(n / FAN)
-        slabs = max(1, math.ceil(math.sqrt(leaves)))
-        o = np.lexsort((_center(b[:, 2], b[:, 3]), _center(b[:, 0], b[:, 1])))
-        slab = np.arange(n) // (slabs * FAN)
-        o2 = np.lexsort((_center(b[o, 2], b[o, 3]), slab))
-        order = o[o2]
-        if by_y:
-            order = np.lexsort((_center(b[:, 0], b[:, 1]), _center(b[:, 2], b[:, 3])))
+        cx, cy = _center(b[:, 0], b[:, 1]), _center(b[:, 2], b[:, 3])
+        if by_y or n <= FAN:  # one slab (a single leaf, or packing by y): order by (y, x) centre
+            order = np.lexsort((cx, cy))
+        else:  # STR: slabs by x centre, each slab sorted by y centre
+            slabs = max(1, math.ceil(math.sqrt(math.ceil(n / FAN))))
+            o = np.lexsort((cy, cx))
+            slab = np.arange(n) // (slabs * FAN)
+            order = o[np.lexsort((cy[o], slab))]
         items_b = b[order]
         IB.append(items_b)
         IQ.append(mem[order])
+        if n <= FAN:  # the tree is one leaf
+            NB.append(_reduce(items_b, _ZERO))
+            NC.append(np.array([[n_items, n, 1]], np.int64))
+            roots[g] = n_nodes
+            n_nodes += 1
+            n_items += n
+            continue
         # leaf level: chunks of FAN items
         starts = np.arange(0, n, FAN)
         level_b = _reduce(items_b, starts)

@@ -208,7 +208,7 @@ class Dynamic(JoinBase):
                 self.shist[s].stale = True
 
     def _queries_changed(self):
-        self.stale = set(self.choices)
+        self.stale, self._qcache = set(self.choices), {}  # _qcache: the plans' query arrays (select.queries)
         self._ready: set[str] = set()
         sc: dict = {"Q": len(self.q)}
         if self.kind == "band":

@@ -61,6 +61,13 @@ class _Queries:
         # the window for tuples arriving on this side (asymmetric windows differ per side)
         self.w = np.ascontiguousarray(op.side_windows(side, qids)[0] if op.kind == "window" else rows[:, 4])
         self.boxes = np.stack([self.olo, self.ohi, self.mlo, self.mhi, self.w], 1) if len(qids) else np.empty((0, 5))
+        self._tree: tuple | None = None
+
+    def tree(self) -> tuple:
+        """(NB, NC, IB, IQ, roots): one R-tree over all the boxes (built once, then shared)."""
+        if self._tree is None:
+            self._tree = build_forest(self.boxes, [np.arange(len(self.qid))])
+        return self._tree
 
     def stab_index(self):
         """(MLO sorted, max-hi tree, size, and the arrays reordered alike) for SelectFirst."""
@@ -71,6 +78,18 @@ class _Queries:
         mx = kb.pst_build(self.mhi[o], size)
         return (np.ascontiguousarray(self.mlo[o]), mx, size, self.qid[o],
                 np.ascontiguousarray(self.olo[o]), np.ascontiguousarray(self.ohi[o]), np.ascontiguousarray(self.w[o]))
+
+
+def queries(op, side) -> _Queries:
+    """``_Queries(op, side)`` over all alive queries, shared by the plans of an operator that keeps
+    a ``_qcache`` (dynamic: emptied when its queries change), else built per call."""
+    cache = op.__dict__.get("_qcache")
+    if cache is None:
+        return _Queries(op, side)
+    q = cache.get(side)
+    if q is None:
+        q = cache[side] = _Queries(op, side)
+    return q
 
 
 class _PerSide:
@@ -97,8 +116,8 @@ class _PerSide:
 
 class SJJoinFirst(_PerSide):
     def build(self, side):
-        q = _Queries(self.op, side)
-        NB, NC, IB, IQ, roots = build_forest(q.boxes, [np.arange(len(q.qid))])
+        q = queries(self.op, side)
+        NB, NC, IB, IQ, roots = q.tree()
         return q, (int(roots[0]), NB, NC, IB, IQ)
 
     def run(self, side, b, key, x, t, mode):
@@ -109,7 +128,7 @@ class SJJoinFirst(_PerSide):
 
 class SJSelectFirst(_PerSide):
     def build(self, side):
-        return _Queries(self.op, side).stab_index()
+        return queries(self.op, side).stab_index()
 
     def run(self, side, b, key, x, t, mode):
         mlo, mx, size, qid, olo, ohi, _ = b
@@ -119,7 +138,7 @@ class SJSelectFirst(_PerSide):
 
 class SJVanilla(_PerSide):
     def build(self, side):
-        return _Queries(self.op, side)
+        return queries(self.op, side)
 
     def run(self, side, q, key, x, t, mode):
         K, X, S, _ = other_index(self.op, side)

@@ -29,9 +29,8 @@ import numpy as np
 
 from . import _join_kernels_band as kb
 from . import _join_kernels_window as kw
-from ._rtree import build_forest
 from ._skyline_cache import SkylineCache
-from .select import COLS, SJSSI, SJHotspot, _PerSide, _Queries, other_index
+from .select import COLS, SJSSI, SJHotspot, _PerSide, _Queries, other_index, queries
 
 
 def _qp(q: _Queries, groups) -> np.ndarray:
@@ -44,8 +43,8 @@ def _qp(q: _Queries, groups) -> np.ndarray:
 
 class WJJoinFirst(_PerSide):
     def build(self, side):
-        q = _Queries(self.op, side)
-        NB, NC, IB, IQ, roots = build_forest(q.boxes, [np.arange(len(q.qid))])
+        q = queries(self.op, side)
+        NB, NC, IB, IQ, roots = q.tree()
         return q, (int(roots[0]), NB, NC, IB, IQ), float(q.w.max()) if len(q.w) else 0.0
 
     def run(self, side, b, key, x, t, mode):
@@ -56,7 +55,7 @@ class WJJoinFirst(_PerSide):
 
 class WJSelectFirst(_PerSide):
     def build(self, side):
-        return _Queries(self.op, side).stab_index()
+        return queries(self.op, side).stab_index()
 
     def run(self, side, b, key, x, t, mode):
         mlo, mx, size, qid, olo, ohi, w = b
@@ -66,7 +65,7 @@ class WJSelectFirst(_PerSide):
 
 def _wj_ssi_parts(q: _Queries, groups):
     P = np.array([p for p, _ in groups], np.float64)
-    NB, NC, IB, IQ, roots = build_forest(q.boxes, [np.arange(len(q.qid))])
+    NB, NC, IB, IQ, roots = q.tree()
     wmax = float(q.w.max()) if len(q.w) else 0.0
     return wmax, P, int(roots[0]), NB, NC, IB, IQ
 
@@ -167,7 +166,7 @@ class WJSSI(_Cached, SJSSI):
 
     def build(self, side):
         p = self.part[side]
-        q = _Queries(self.op, side)
+        q = queries(self.op, side)
         groups = sorted((p.point[g], sorted(m)) for g, m in p.groups.items())
         p.drain_dirty()
         wp = _wj_ssi_parts(q, groups)
