@@ -45,7 +45,7 @@ from .errors import HistoryRefused, Unsupported
 from .events import ERROR_COLUMN, seq_column
 from .group import Cols, Group, PerKey, Segment
 from .history import History, parse_horizon
-from .judge import judge
+from .judge import judge, roster
 from .oprun import REFUSALS
 from .outbox import Outbox
 from .partial import Partial
@@ -97,6 +97,8 @@ class Engine:
         self._hist_later: list[tuple[np.ndarray, np.ndarray]] = []  # applied rows not yet in the history
         self.partial: Partial | None = None  # sharded-mode hook, see Partial
         self._horizon: int | None = None  # while lookups inside a segment apply: feed rows up to it
+        self.gver = 0  # bumped when groups, their queries or what they check change (judge.roster)
+        self._roster = None
 
     # ------------------------------------------------------------------ helpers
     def impl(self, family: str) -> type:
@@ -142,6 +144,7 @@ class Engine:
             if rest:
                 g._later = rest
         if changes:
+            self.gver += 1
             g.__dict__.pop("_chk", None)
             g.__dict__.pop("_chk_refs", None)
         if later:
@@ -228,6 +231,7 @@ class Engine:
             if why:
                 raise HistoryRefused(why)
         g = gcls(self, params)
+        self.gver += 1
         if g.keeps_history:
             g.bootstrap(self.history)
         return g
@@ -237,6 +241,7 @@ class Engine:
         if key is None:
             return
         g = self.groups[key]
+        self.gver += 1
         g.qids.discard(qid)
         if not g.qids and not g.keeps_history:
             del self.groups[key]
@@ -535,15 +540,15 @@ class Engine:
             sub, sseq = idx[s:c], seqs[s:c]
             t_ok: dict[str, float] = {}  # time column -> the time of the run's last applied row
             self._hist_later.append((sub[ok], sseq[ok]))
-            for g in list(self.groups.values()):  # fed when an operation touches it or the batch ends
-                if g.qids:  # (_ready), its visible rows computed then
-                    g.__dict__.setdefault("_later", []).append((sub, sseq, ok, None))
-                    tcol = g.time_column()
-                    if tcol:  # the time the next rows are judged against
-                        g.t_last = max(g.t_last, self._t_seen(g, cols, sub, ok, tcol, t_ok))
-                elif g.keeps_history:
-                    vis = self._owned(g, g._ok_rows(cols, sub), sub) & ok
-                    g.__dict__.setdefault("_later", []).append((sub, sseq, ok, vis))
+            r = roster(self, cols, sub)
+            entry = (sub, sseq, ok, None)
+            for g in r.live:  # fed when an operation touches it or the batch ends (_ready), its
+                g.__dict__.setdefault("_later", []).append(entry)  # visible rows computed then
+            for g, tcol in r.timed:  # the time the next rows are judged against
+                g.t_last = max(g.t_last, self._t_seen(g, cols, sub, ok, tcol, t_ok))
+            for g in r.hist:
+                vis = self._owned(g, g._ok_rows(cols, sub), sub) & ok
+                g.__dict__.setdefault("_later", []).append((sub, sseq, ok, vis))
             s = c
         if looks:
             lookups.lookups_inside(self, looks, t_pre)

@@ -1,11 +1,13 @@
 """How the engine judges a run of rows (:meth:`vigil.engine.Engine._segment`): each row against
 the columns checked by the groups that have queries at its position, and its time against the
 times applied before it (per group). Rows are judged exactly as one at a time would be, whatever
-the batch (docs/contract.md, "Streams"). O(rows + bad rows) per run, plus O(groups)."""
+the batch (docs/contract.md, "Streams"). O(rows + bad rows) per run, plus O(groups
+whose checked columns hold a bad value somewhere in the batch + groups with a time column): the
+others are left out once per batch and change of the groups (:func:`roster`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,33 +31,21 @@ def judge(eng: Any, cols: Cols, idx: np.ndarray, s: int, e: int,
     memo: dict[tuple[str, str], bool] = {}
 
     def flagged(g) -> bool:  # a column g checks has a bad value in rows lo..hi (a superset of g's rows)
-        d = g.__dict__
-        refs = d.get("_chk_refs")
-        if refs is None:
-            refs = eng._refs(g, cols, sub)
-        elif d.get("_clean") is refs and d.get("_clean_in") is cols:
-            return False  # no bad value in any column it checks, anywhere in this batch
-        clean = True
-        for k in refs:
+        for k in g._chk_refs:
             h = memo.get(k)
             if h is None:
                 rows = cols.bad(*k)[0]
-                clean = clean and not len(rows)
-                h = memo[k] = bool(len(rows)) and int(np.searchsorted(rows, lo)) < int(np.searchsorted(rows, hi, "right"))
-            elif clean and len(cols.bad(*k)[0]):
-                clean = False
+                h = memo[k] = int(np.searchsorted(rows, lo)) < int(np.searchsorted(rows, hi, "right"))
             if h:
                 return True
-        if clean:  # remembered until its checks change (a new _chk_refs tuple) or the batch ends
-            d["_clean"], d["_clean_in"] = refs, cols
         return False
 
-    for key, g in list(eng.groups.items()):  # a row flagged by a group whose queries may have
-        if g.ends_inside_segment and "_later" in g.__dict__ and flagged(g):
+    for key, g in roster(eng, cols, sub).ends:  # a row flagged by a group whose queries may have
+        if "_later" in g.__dict__ and flagged(g):
             eng._ready(key, False)  # ended on its deferred rows is judged after they are fed
-    groups = [g for g in eng.groups.values() if g.qids]
-    for g in groups:
-        if not flagged(g):  # no bad value in any column it checks: nothing to find
+    r = roster(eng, cols, sub)  # (again: queries may have matured on those rows)
+    for g in r.dirty:
+        if not flagged(g):  # no bad value in these rows in any column it checks: nothing to find
             continue
         may_end = g.ends_inside_segment
         (checks, _), o = eng._span(g, cols, sub)
@@ -80,22 +70,68 @@ def judge(eng: Any, cols: Cols, idx: np.ndarray, s: int, e: int,
     if bad:
         ok[list(bad)] = False
     rising: dict[str, tuple[bool, float]] = {}  # time column -> (non-decreasing over the run, first time)
-    for g in groups:  # times must not go backwards within a group
-        tcol = g.time_column()
-        if tcol:
-            if tcol not in rising:
-                t = cols.get(tcol, "time")[0][sub]
-                rising[tcol] = (bool(np.all(t[1:] >= t[:-1])), float(t[0]))
-            up, t0 = rising[tcol]
-            if up and t0 >= g.t_last:  # every subset of the run's rows keeps its time order
-                continue
-            vis = eng._owned(g, eng._seen(g, cols, sub)[1], sub) & ok
+    for g, tcol in r.timed:  # times must not go backwards within a group
+        if tcol not in rising:
             t = cols.get(tcol, "time")[0][sub]
-            back = np.flatnonzero(~monotone(t, vis, g.t_last)).tolist()
-            if back and back[0] == 0:
-                bad[0] = f"time column {tcol!r} went backwards ({t[0]} after {g.t_last})"
-                ok[0] = False
-                back = back[1:]
-            if back:
-                c = min(c, back[0])
-    return s + c, {p: r for p, r in bad.items() if p < c}, ok[:c]
+            rising[tcol] = (bool(np.all(t[1:] >= t[:-1])), float(t[0]))
+        up, t0 = rising[tcol]
+        if up and t0 >= g.t_last:  # every subset of the run's rows keeps its time order
+            continue
+        vis = eng._owned(g, eng._seen(g, cols, sub)[1], sub) & ok
+        t = cols.get(tcol, "time")[0][sub]
+        back = np.flatnonzero(~monotone(t, vis, g.t_last)).tolist()
+        if back and back[0] == 0:
+            bad[0] = f"time column {tcol!r} went backwards ({t[0]} after {g.t_last})"
+            ok[0] = False
+            back = back[1:]
+        if back:
+            c = min(c, back[0])
+    return s + c, {p: why for p, why in bad.items() if p < c}, ok[:c]
+
+
+class Roster(NamedTuple):
+    """The groups a run of a batch is judged against, as of the engine's groups version ``ver``
+    (:attr:`vigil.engine.Engine.gver`: bumped by every change of a group's queries, of what it
+    checks, of the groups): ``live`` the groups with queries (in order), ``dirty`` those of them
+    whose checked columns hold a bad value somewhere in the batch, ``ends`` the (key, group) of
+    every dirty group whose queries may end inside a segment, ``timed`` (group, time column) of
+    the live groups with a time column, ``hist`` the groups without queries that keep history."""
+
+    ver: int
+    cols: Cols
+    live: list
+    dirty: list
+    ends: list
+    timed: list
+    hist: list
+
+
+def roster(eng: Any, cols: Cols, sub: np.ndarray) -> Roster:
+    """:class:`Roster` for batch ``cols``, cached until the engine's groups change. O(groups)
+    when rebuilt (a group's checked (column, kind) pairs from one row of ``sub``)."""
+    r = eng._roster
+    if r is not None and r.ver == eng.gver and r.cols is cols:
+        return r
+    live, dirty, ends, timed, hist = [], [], [], [], []
+    for key, g in eng.groups.items():
+        refs = g.__dict__.get("_chk_refs")
+        if refs is None:
+            refs = eng._refs(g, cols, sub)
+        bad = False
+        for k in refs:
+            if len(cols.bad(*k)[0]):
+                bad = True
+                break
+        if bad and g.ends_inside_segment:
+            ends.append((key, g))
+        if g.qids:
+            live.append(g)
+            if bad:
+                dirty.append(g)
+            tcol = g.time_column()
+            if tcol:
+                timed.append((g, tcol))
+        elif g.keeps_history:
+            hist.append(g)
+    r = eng._roster = Roster(eng.gver, cols, live, dirty, ends, timed, hist)
+    return r
