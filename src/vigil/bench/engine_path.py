@@ -339,10 +339,11 @@ def threshold_column(trace, batch: int, dim: int, point: dict, operator, console
 # ----------------------------------------------------------------------------- joins
 
 
-#: the joins presets' engine column (fig7, fig7c: select joins on Table I): S and R stored, the
-#: queries registered, then arriving R tuples in batches of ``batch`` rows (the operator path
-#: pushes the same batches); at most ``arrivals`` tuples, fewer when the operator path's result
-#: pairs reach ``max_pairs`` first (every pair is a `join` line of the engine's JSONL)
+#: the joins presets' engine column (fig7, fig7c, fig8: select joins on Table I): S and R stored,
+#: the queries registered, the first arriving R tuple, then the others in batches of ``batch``
+#: rows (the operator path pushes the same batches); at most ``arrivals`` tuples, fewer when the
+#: operator path's result pairs reach ``max_pairs`` first (every pair is a `join` line of the
+#: engine's JSONL)
 JOINS_ENGINE = {"batch": 1000, "arrivals": 10_000, "max_pairs": 1_000_000}
 
 
@@ -367,13 +368,15 @@ def joins_workload(w: dict, n_arr: int) -> tuple[pa.Table, list[dict]]:
 
 def joins_operator(w: dict, ops: list[dict], n_arr: int, batch: int, max_pairs: int | None):
     """The workload through the engine's joins implementation (the registry default), called
-    directly as the bench does (stored sides inserted, queries registered from their specs, then
-    the arriving batches), output mode ``pairs`` as the engine's. Returns (CPU s of the whole,
-    CPU s of the arrivals, arriving tuples pushed, (q, r, s) triples sorted). With ``max_pairs``
-    it stops after the batch where the pairs reach it."""
+    directly as the bench does, output mode ``pairs`` as the engine's. Setup: the stored sides
+    inserted, the queries registered from their specs, the first arriving tuple pushed (its probe
+    builds the query indexes); arrivals: the others in batches of ``batch``. Returns (CPU s of the
+    setup, CPU s of the arrivals, arriving tuples pushed, (q, r, s) triples sorted). With
+    ``max_pairs`` it stops after the batch where the pairs reach it."""
     from ..specs import parse_query
 
     n = len(w["s_key"])
+    x = w["in_x"].reshape(-1, 1)
     gc.collect()
     t0 = time.process_time()
     op = registry_impl("joins")("select", "pairs")
@@ -381,21 +384,48 @@ def joins_operator(w: dict, ops: list[dict], n_arr: int, batch: int, max_pairs: 
     op.insert("left", np.arange(n + 1, 2 * n + 1), w["r_key"], w["r_x"].reshape(-1, 1), None)
     for i, o in enumerate(ops):
         op.register(i, parse_query(o["query"]))
+    out = [op.insert("left", np.array([2 * n + 1]), w["in_key"][:1], x[:1], None)]
     t1 = time.process_time()
-    out, pairs, done = [], 0, 0
-    x = w["in_x"].reshape(-1, 1)
-    for lo in range(0, n_arr, batch):
+    pairs, done = len(out[0][0]), 1
+    for lo in range(1, n_arr, batch):
         hi = min(n_arr, lo + batch)
-        q, r, s = op.insert("left", np.arange(2 * n + 1 + lo, 2 * n + 1 + hi), w["in_key"][lo:hi], x[lo:hi], None)
-        out.append((q, r, s))
-        pairs += len(q)
+        out.append(op.insert("left", np.arange(2 * n + 1 + lo, 2 * n + 1 + hi), w["in_key"][lo:hi], x[lo:hi], None))
+        pairs += len(out[-1][0])
         done = hi
         if max_pairs is not None and pairs >= max_pairs:
             break
     t2 = time.process_time()
-    q, r, s = (np.concatenate([o[k] for o in out]) if out else np.empty(0, np.int64) for k in range(3))
+    q, r, s = (np.concatenate([o[k] for o in out]) for k in range(3))
     o = np.lexsort((s, r, q))
-    return t2 - t0, t2 - t1, done, (q[o], r[o], s[o])
+    return t1 - t0, t2 - t1, done, (q[o], r[o], s[o])
+
+
+def joins_engine(table: pa.Table, ops: list[dict], n: int, batch: int) -> tuple[float, float, pa.Table]:
+    """``vigil replay``'s path (as :func:`vigil.bench.engine.run_engine`) over a
+    :func:`joins_workload` log, timed in two parts as :func:`joins_operator`: setup (the stored
+    rows in ``batch``-row slices, the registrations, the first arriving row), then the other
+    arriving rows in ``batch``-row slices, ``finish`` and the outputs written (JSONL). Returns
+    (CPU s of the setup, CPU s of the arrivals, outputs)."""
+    import json
+
+    from ..engine import Engine
+    from ..events import write_outputs
+
+    lines = [json.dumps(o) for o in ops]
+    with tempfile.TemporaryDirectory(prefix="vigil-engine-path-") as d:
+        gc.collect()
+        t0 = time.process_time()
+        eng = Engine({}, 0.005, "pairs", columns=set(table.column_names))
+        eng.add_operations(lines, list(range(1, len(lines) + 1)))
+        parts = [eng.process(table.slice(s, min(batch, 2 * n - s))) for s in range(0, 2 * n, batch)]
+        parts.append(eng.process(table.slice(2 * n, 1)))
+        t1 = time.process_time()
+        parts += [eng.process(table.slice(s, batch)) for s in range(2 * n + 1, table.num_rows, batch)]
+        parts.append(eng.finish())
+        outputs = pa.concat_tables(parts)
+        write_outputs(outputs, Path(d) / "out.jsonl")
+        t2 = time.process_time()
+    return t1 - t0, t2 - t1, outputs
 
 
 def registry_impl(family: str):
@@ -406,35 +436,32 @@ def registry_impl(family: str):
 
 def joins_compare(w: dict, batch: int | None = None, arrivals: int | None = None,
                   max_pairs: int | None = None, warm_up: bool = True) -> dict[str, Any]:
-    """One point of a select-join preset through both paths. The engine's figure is split like
-    the operator's: ``engine_setup_s`` is a run of the log cut at the registrations (the stored
-    tuples, the registrations, finish), ``engine_arrivals_s`` the whole run minus it;
-    ``arrivals_ratio`` = engine / operator over the arriving batches (the index builds of the
-    first probe fall there on both paths). The answers: every (query, r, s) of the engine's `join`
-    events equals the operator's."""
+    """One point of a select-join preset through both paths, each timed as setup (the stored
+    tuples, the registrations, the first arriving tuple, whose probe builds the query indexes) and
+    arrivals (the other arriving tuples, in batches; the engine's figure includes writing every
+    output). ``arrivals_ratio`` = engine / operator over the arrivals, ``ratio`` over the whole.
+    The answers: every (query, r, s) of the engine's `join` events equals the operator's."""
     cfg = JOINS_ENGINE
     batch = int(batch or cfg["batch"])
     arrivals = min(int(arrivals or cfg["arrivals"]), len(w["in_key"]))
     max_pairs = int(max_pairs or cfg["max_pairs"])
     n = len(w["s_key"])
     if warm_up:  # both paths once on two batches, untimed: kernels compiled / loaded
-        joins_compare(w, batch, min(arrivals, 2 * batch), None, False)
+        joins_compare(w, batch, min(arrivals, 2 * batch + 1), None, False)
     _, ops = joins_workload(w, 0)
-    op_s, op_arr_s, done, (oq, orr, os_) = joins_operator(w, ops, arrivals, batch, max_pairs)
+    op_setup, op_arr, done, (oq, orr, os_) = joins_operator(w, ops, arrivals, batch, max_pairs)
     table, ops = joins_workload(w, done)
-    setup_s, _ = run(table.slice(0, 2 * n), ops, batch)
-    eng_s, out = run(table, ops, batch)
+    eng_setup, eng_arr, out = joins_engine(table, ops, n, batch)
     js = events(out, "join")
     eq = np.array([int(v[1:]) for v in js.column("id").to_pylist()], np.int64)
     er = np.asarray(js.column("r").to_numpy(zero_copy_only=False), np.int64)
     es = np.asarray(js.column("s").to_numpy(zero_copy_only=False), np.int64)
     o = np.lexsort((es, er, eq))
     same = len(eq) == len(oq) and bool((eq[o] == oq).all() and (er[o] == orr).all() and (es[o] == os_).all())
-    eng_arr = eng_s - setup_s
-    return summary(eng_s, op_s, js.num_rows, len(oq), same, rows=table.num_rows, stored=n, queries=len(ops),
-                   arrivals=done, engine_batch=batch, engine_setup_s=setup_s, engine_arrivals_s=eng_arr,
-                   operator_arrivals_s=op_arr_s, operator_setup_s=op_s - op_arr_s,
-                   arrivals_ratio=eng_arr / op_arr_s if op_arr_s > 0 else None,
+    return summary(eng_setup + eng_arr, op_setup + op_arr, js.num_rows, len(oq), same, rows=table.num_rows,
+                   stored=n, queries=len(ops), arrivals=done - 1, engine_batch=batch, engine_setup_s=eng_setup,
+                   engine_arrivals_s=eng_arr, operator_arrivals_s=op_arr, operator_setup_s=op_setup,
+                   arrivals_ratio=eng_arr / op_arr if op_arr > 0 else None,
                    pairs_per_tuple=len(oq) / max(done, 1), operator_impl=_default("joins"),
                    rejected=int(pc.sum(pc.equal(out.column("event"), "rejected")).as_py() or 0))
 
