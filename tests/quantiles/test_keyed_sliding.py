@@ -66,6 +66,7 @@ def test_one_call_for_every_key_equals_each_operator(rows):
             slot += 1
         sk.add(op_m)
     count = np.zeros(nk, np.int64)
+    grew = False
     for step in range(120):
         m = int(rng.integers(1, 300 if step % 10 == 0 else 25))  # now and then a long batch: room, buffers
         keys = rng.integers(0, nk, m)
@@ -82,6 +83,7 @@ def test_one_call_for_every_key_equals_each_operator(rows):
                 mine[c].first_seq = 1
         xs = np.ascontiguousarray(x[order])
         got = sk.push(mine, ucode, bounds, xs, local)
+        grew = grew or bool(sk.stale)
         want = [], [], []
         for u, c in enumerate(ucode.tolist()):
             b0, b1 = bounds[u], bounds[u + 1]
@@ -96,14 +98,14 @@ def test_one_call_for_every_key_equals_each_operator(rows):
         count[ucode] += sizes
         if step == 50:  # a query registered mid-stream in every key (its start: the key's position)
             for c in range(nk):
-                for op in (mine[c], ref[c]):
+                for op in (sk.fresh(mine, c), ref[c]):  # fresh: the arrays the pushes grew
                     op.register(slot, 0.25, 0.01, int(count[c]), notify=True)
                 sk.sync(c, mine[c])
                 qs.append(slot)
                 slot += 1
         if step == 80:  # terminations
             for c in range(nk):
-                for op in (mine[c], ref[c]):
+                for op in (sk.fresh(mine, c), ref[c]):
                     op.terminate(3 * c + 1)
                 sk.sync(c, mine[c])
         live = [(c, q) for c in range(nk) for q in sorted(mine[c].q)]
@@ -114,8 +116,31 @@ def test_one_call_for_every_key_equals_each_operator(rows):
                         np.array([x[4] if x[3] else -1 for x in e], np.int64), slots, count[codes])
         want = np.array([ref[c].lookup(np.array([q]), int(count[c]))[0] for c, q in live])
         np.testing.assert_array_equal(got, want)
-    for a, b in zip(mine, ref, strict=True):
-        _same_state(a, b)
+    assert grew  # keys grew in the compiled push (their operators re-read the arrays: fresh)
+    for c, b in enumerate(ref):
+        _same_state(sk.fresh(mine, c), b)
+
+
+def test_a_key_grown_in_the_push_is_fresh_before_python_changes_it():
+    """A key whose arrays grew in the compiled push is stale until fresh; sync refuses it (its
+    operator's arrays would be the old ones), fresh gives the operator the grown arrays."""
+    op = Sliding(0.01, 700)
+    op.register(0, 0.5, 0.01, 0)
+    sk = SlidingKeys(0.01)
+    sk.add(op)
+    before = op.ob
+    op.first_seq = 1  # as the per-key group sets it before a key's first push
+    x = np.arange(200, dtype=np.float64)
+    sk.push([op], np.array([0]), np.array([0, 200]), x, np.arange(1, 201, dtype=np.int64))
+    assert sk.stale == {0} and op.ob is before
+    with pytest.raises(RuntimeError):
+        sk.sync(0, op)
+    assert sk.fresh([op], 0) is op and op.ob is not before and not sk.stale
+    ref = Sliding(0.01, 700)
+    ref.register(0, 0.5, 0.01, 0)
+    ref.push(x, np.arange(1, 201, dtype=np.int64))
+    _same_state(op, ref)
+    sk.sync(0, op)
 
 
 @pytest.mark.timeout(900)
@@ -163,7 +188,7 @@ def test_rank_in_one_call_equals_the_merged_summary(rows):
         sk.push(ops, np.array([c]), np.array([0, m]), x, seqs)
         count[c] += m
         if step % 15 == 7:  # a query registered inside the window
-            ops[c].register(slot, 0.5, eps, int(count[c]))
+            sk.fresh(ops, c).register(slot, 0.5, eps, int(count[c]))  # fresh: the arrays the push grew
             sk.sync(c, ops[c])
             slot += 1
         live = [(k, q) for k in range(3) if count[k] for q in sorted(ops[k].q)]
@@ -172,5 +197,5 @@ def test_rank_in_one_call_equals_the_merged_summary(rows):
         start = np.array([ops[k].q[q][2] for k, q in live], np.int64)
         for v in (float(rng.normal(50, 5)), 50.0, -1e9, 1e9):
             got = sk.rank(ops, codes, start, slots, count[codes], np.full(len(codes), v))
-            want = [rank_from_summary(ops[k].summary(q, int(count[k])), v) for k, q in live]
+            want = [rank_from_summary(sk.fresh(ops, k).summary(q, int(count[k])), v) for k, q in live]
             np.testing.assert_array_equal(got, np.array(want))

@@ -141,7 +141,7 @@ class KeyedQuantileGroup(Group):
         """Query qid's slot in key code's operator."""
         q = self.q[qid]
         slot = len(self.slot_q)
-        op = self.ops[code]
+        op = self._op(code)
         op.register(slot, q["phi"], q["eps"], start, notify=q["notify"] or q["alert"] is not None)
         if self.sk is not None and code < len(self.sk):
             self.sk.sync(code, op)  # the registration may have grown its arrays
@@ -160,6 +160,11 @@ class KeyedQuantileGroup(Group):
         if q["rank"] is not None:
             self.rank[slot] = q["rank"]
         self.slots[qid][code] = slot
+
+    def _op(self, code: int) -> Any:
+        """Key code's operator, its arrays current (a rows-window key's arrays may have grown in
+        the compiled push: :meth:`.keyed_sliding.SlidingKeys.fresh`)."""
+        return self.ops[code] if self.sk is None else self.sk.fresh(self.ops, code)
 
     def _new_keys(self, texts: list[str]) -> list[int]:
         """Codes and operators of keys seen for the first time (each query gets a slot in each)."""
@@ -194,7 +199,7 @@ class KeyedQuantileGroup(Group):
     def terminate(self, qid):
         self._look.pop(qid, None)
         for code, slot in self.slots.pop(qid, {}).items():
-            self.ops[code].terminate(slot)
+            self._op(code).terminate(slot)
             if self.sk is not None:
                 self.sk.sync(code, self.ops[code])  # its live notify count
             self.alerts.drop(slot)
@@ -333,7 +338,7 @@ class KeyedQuantileGroup(Group):
 
     # ------------------------------------------------------------------ answers
     def _value(self, slot: int, code: int) -> float:
-        op, n = self.ops[code], int(self.count[code])
+        op, n = self._op(code), int(self.count[code])
         if slot in self.rank:
             if not n:
                 return math.nan
@@ -387,7 +392,7 @@ class KeyedQuantileGroup(Group):
         qs = sorted(self.q)
         return {
             "t_last": self.t_last, "keys": list(self.codes.values), "count": np.array(self.count, np.int64),
-            "ops": [op.state() for op in self.ops], "slot_q": np.array(self.slot_q, np.int64),
+            "ops": [self._op(c).state() for c in range(len(self.ops))], "slot_q": np.array(self.slot_q, np.int64),
             "slot_k": np.array(self.slot_k, np.int64), "alerts": self.alerts.state(),
             "rank_s": np.array(sorted(self.rank), np.int64),
             "rank_x": np.array([self.rank[s] for s in sorted(self.rank)], np.float64),

@@ -16,7 +16,8 @@ Capacity: before a key's push, :func:`._sliding_room.short` tells whether the op
 could overflow with the next k elements (the conditions under which ``Sliding._room(k)`` grows or
 compacts them, at k + 16: a conservative test); then the push makes room in compiled code
 (:func:`._sliding_room.room`, what ``Sliding._room`` runs), puts the key's new arrays in the
-typed list and, after the call, gives them to the key's operator. The output buffers are shared by all keys and grow as the operator's own do (the push kernel stops
+typed list and marks the key stale: its operator takes them (:meth:`SlidingKeys.fresh`) before it is
+next used from Python. The output buffers are shared by all keys and grow as the operator's own do (the push kernel stops
 before they could overflow).
 
 Outputs are the operator's updates with its notify slots mapped to the group's slots
@@ -110,7 +111,7 @@ def _push_many(st, nlive, eps, codes, bounds, xs, seqs, u0, p0, oslot, ooff, ova
     from u0 (resuming at p0 within key u0). A key whose arrays could overflow gets room first
     (:func:`._sliding_room.room`, as ``Sliding._room(max(k + _SLACK, 128))`` for its k elements):
     its new arrays replace its entry of ``st`` and grown[code] is set to 1 (its operator re-reads
-    them: :meth:`SlidingKeys.push`). Returns (status, u, p, nout): status 0 done; 2 the output
+    them: :meth:`SlidingKeys.fresh`). Returns (status, u, p, nout): status 0 done; 2 the output
     buffers are full at element p of key u."""
     hv = np.empty(1)  # the push loop's ring of elements: unused here (no kept counts, M_XACT 0)
     hq = np.zeros(1, np.int64)
@@ -227,12 +228,15 @@ def _rank_many(st, codes, start, n, x, out):
 def template(impl, eps: float, rows: int, queries: list[tuple[float, float, bool]]) -> Sliding:
     """A new key's operator before its first element, built once per set of queries: the group's
     live queries (phi, eps, notify) registered at position 0 as slots 0, 1, ..., in order, and room
-    reserved for the first elements (what the first push of a key would reserve). :func:`spawn`
+    reserved for the first elements (what the first push of a key would reserve), without the
+    ring of elements that the per-key push does not keep (M_XACT 0, as that push sets it). :func:`spawn`
     copies it for each new key."""
     op = impl(eps, rows)
     for i, (phi, e, notify) in enumerate(queries):
         op.register(i, phi, e, 0, notify=notify)
-    op._room(128)
+    if type(op) is Sliding:
+        op.meta[K.M_XACT] = 0  # the per-key push keeps no ring of elements (its room is not reserved)
+    op._room(32)
     return op
 
 
@@ -282,6 +286,7 @@ class SlidingKeys:
         self.n = 0
         self.nlive = np.zeros(16, np.int64)
         self.out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))
+        self.stale: set[int] = set()  # codes whose operators' arrays grew in a push (fresh)
 
     def __len__(self) -> int:
         return self.n
@@ -318,9 +323,21 @@ class SlidingKeys:
         for op in ops:
             op._budget = 0
 
+    def fresh(self, ops: list, code: int) -> Sliding:
+        """Key ``code``'s operator with its current arrays: those a push grew (in compiled code,
+        :func:`_push_many`) are in the typed list only until the operator is used from Python
+        (call this first: its registration, termination, lookups, summaries, snapshot)."""
+        op = ops[code]
+        if code in self.stale:
+            self.stale.discard(code)
+            (_m, op.ob, op.obs, op.blk, op.sv, op.si, op.mv, op.mi, op.mv2, op.mi2) = _get(self.st, code)[:10]
+        return op
+
     def sync(self, code: int, op: Sliding) -> None:
         """Re-read key ``code``'s arrays and live notify count (after a registration, a
-        termination, a capacity change)."""
+        termination, a capacity change, each on the operator :meth:`fresh` returned)."""
+        if code in self.stale:
+            raise RuntimeError(f"key {code}'s operator was changed before it re-read its grown arrays (fresh)")
         _set(self.st, code, *_arrays(op))
         self.nlive[code] = op.nlive
         op._budget = 0
@@ -340,9 +357,7 @@ class SlidingKeys:
                 break
             cap = 2 * (len(oslot) + int(self.nlive[int(codes[u])]) + 1)
             self.out = tuple(np.concatenate([a[:nout], np.empty(cap - nout, a.dtype)]) for a in self.out)
-        for c in np.flatnonzero(grown).tolist():  # the operators keep the arrays grown in the push
-            op = ops[c]
-            (_m, op.ob, op.obs, op.blk, op.sv, op.si, op.mv, op.mi, op.mv2, op.mi2) = _get(self.st, c)[:10]
+        self.stale.update(np.flatnonzero(grown).tolist())  # their operators re-read them when used (fresh)
         if not nout:
             return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
         return self.out[0][:nout].copy(), self.out[1][:nout].copy(), self.out[2][:nout].copy()
@@ -357,7 +372,7 @@ class SlidingKeys:
             if k < 0:
                 break
             j += k
-            out[j] = rank_from_summary(ops[int(codes[j])].summary(int(slots[j]), int(n[j])), float(x[j]))
+            out[j] = rank_from_summary(self.fresh(ops, int(codes[j])).summary(int(slots[j]), int(n[j])), float(x[j]))
             j += 1
         return out
 
@@ -372,6 +387,6 @@ class SlidingKeys:
             if k < 0:
                 break
             j += k
-            out[j] = ops[int(codes[j])].lookup(np.array([slots[j]], np.int64), int(n[j]))[0]
+            out[j] = self.fresh(ops, int(codes[j])).lookup(np.array([slots[j]], np.int64), int(n[j]))[0]
             j += 1
         return out
