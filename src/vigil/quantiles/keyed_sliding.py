@@ -249,30 +249,35 @@ def spawn(tpl: Sliding, slots: list[list[int]]) -> tuple[list[Sliding], dict[str
     block), for :meth:`SlidingKeys.add_many`."""
     n = len(slots)
     blocks: dict[str, np.ndarray] = {}
-    other: dict[str, Any] = {}
+    plain: dict[str, Any] = {}  # shared by the copies (immutable)
+    mutable: dict[str, Any] = {}  # copied for each
     for k, v in tpl.__dict__.items():
         if isinstance(v, np.ndarray):
             b = blocks[k] = np.empty((n, *v.shape), v.dtype)
             b[:] = v
+        elif isinstance(v, (dict, list, set)):
+            mutable[k] = v
         else:
-            other[k] = v
-    out = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))  # push's buffers (only read back)
+            plain[k] = v
+    plain["out"] = (np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256))  # push's buffers (only read back)
+    plain["_table"] = None
     sq = tpl.slot_qid
     live = np.flatnonzero(sq >= 0)
+    if len(live):  # every copy's query table renamed at once
+        blocks["slot_qid"][:, live] = np.asarray(slots, np.int64).reshape(n, -1)[:, sq[live]]
+    rows = {k: list(b) for k, b in blocks.items()}  # the copies' arrays: row j of each block
+    tq = list(tpl.q.items())
     ops = []
     for j in range(n):
         op = Sliding.__new__(Sliding)
         d = op.__dict__
-        for k, v in other.items():
-            d[k] = type(v)(v) if isinstance(v, (dict, list, set)) else v
-        for k, b in blocks.items():
-            d[k] = b[j]
-        s = slots[j]
-        op.out = out
-        op.q = {s[i]: e for i, e in tpl.q.items()}
-        if len(live):
-            op.slot_qid[live] = np.asarray(s, np.int64)[sq[live]]
-        op._table = None
+        d.update(plain)
+        for k, v in mutable.items():
+            d[k] = type(v)(v)
+        for k, r in rows.items():
+            d[k] = r[j]
+        s_ = slots[j]
+        op.q = {s_[i]: e for i, e in tq}
         ops.append(op)
     return ops, blocks
 
