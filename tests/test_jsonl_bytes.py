@@ -51,6 +51,8 @@ def test_answers_values_keys_and_asked(tmp_path, n):
     t = pa.Table.from_pylist(rows, OUTPUT_SCHEMA)
     write_outputs(t, tmp_path / "o.jsonl")
     assert (tmp_path / "o.jsonl").read_bytes() == _want(t)
+    for s in (t.slice(7), t.slice(3, n - 10)):  # columns that start inside their buffers
+        assert bytes(jsonl_bytes(s)) == _want(s)
 
 
 def test_only_other_events_and_empty():

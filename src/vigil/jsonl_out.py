@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numba import njit
 
 from .events import OUTPUT_SCHEMA, conform_outputs
 
@@ -183,11 +184,76 @@ def _float_array(v: np.ndarray) -> pa.Array:
 
 
 def _key_array(keys: pa.ChunkedArray) -> pa.Array:
-    """:func:`_key_texts` as an Arrow string array (null where the list is null)."""
+    """:func:`_key_texts` as an Arrow string array (null where the list is null): written from
+    the list's buffers by one kernel pass (:func:`_list_json`) when every key is plain (printable
+    ASCII without quote or backslash), else one by one."""
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    if _plain_texts(arr.flatten()):
-        return _joined_keys(arr)
+    got = _plain_lists(arr)
+    if got is not None:
+        return got
     return pa.array(_key_texts(arr), pa.string())
+
+
+def _plain_lists(arr: pa.Array) -> pa.Array | None:
+    """``json.dumps`` of each list of a ``list<string>`` array, from its buffers (None when a
+    key is not plain or a key is null, or the texts would pass 2 GB)."""
+    if arr.type != pa.list_(pa.string()):
+        return None
+    child = arr.values
+    if child.null_count:
+        return None
+    n = len(arr)
+    loffs = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
+    soffs = np.frombuffer(child.buffers()[1], np.int32)[child.offset:child.offset + len(child) + 1]
+    buf = child.buffers()[2]
+    data = np.frombuffer(buf, np.uint8) if buf is not None and buf.size else np.zeros(1, np.uint8)
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+    ok, offs, out = _list_json(loffs, soffs, data, valid, _ESCAPED)
+    if not ok or offs[-1] >= 2**31:
+        return None
+    texts = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(out)])
+    if arr.null_count:
+        texts = pc.if_else(pa.array(valid), texts, pa.nulls(n, pa.string()))
+    return texts
+
+
+@njit(cache=True, nogil=True)
+def _list_json(loffs, soffs, data, valid, escaped):
+    """(True, text offsets, text bytes) of ``["k1", "k2"]`` per list (``[]`` when empty, nothing
+    when not ``valid``); False first when a key holds an ``escaped`` byte."""
+    n = len(loffs) - 1
+    offs = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        a, b = loffs[i], loffs[i + 1]
+        size = 0
+        if valid[i]:
+            size = 2 if b == a else soffs[b] - soffs[a] + 4 * (b - a)
+        offs[i + 1] = offs[i] + size
+    if n and loffs[n] > loffs[0]:
+        for j in range(soffs[loffs[0]], soffs[loffs[n]]):
+            if escaped[data[j]]:
+                return False, offs, np.zeros(0, np.uint8)
+    out = np.empty(offs[n], np.uint8)
+    for i in range(n):
+        if not valid[i]:
+            continue
+        p = offs[i]
+        out[p] = 91  # [
+        p += 1
+        for k in range(loffs[i], loffs[i + 1]):
+            if k > loffs[i]:
+                out[p] = 44  # ,
+                out[p + 1] = 32
+                p += 2
+            out[p] = 34  # "
+            p += 1
+            for j in range(soffs[k], soffs[k + 1]):
+                out[p] = data[j]
+                p += 1
+            out[p] = 34
+            p += 1
+        out[p] = 93  # ]
+    return True, offs, out
 
 
 def _joined_keys(arr: pa.Array) -> pa.Array:
