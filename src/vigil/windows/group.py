@@ -15,7 +15,6 @@ from ..group import Codes, Group
 from ..keycodes import encode_rows
 from ..lookups import KeyRanks
 from ..specs import SubstreamFilterSpec, WindowAggregateSpec
-from ._answer_kernels import sorted_ranks
 
 
 class WindowGroup(Group):
@@ -84,7 +83,13 @@ def ranked_lists(rank: np.ndarray, texts: pa.Array, codes: np.ndarray, offs: np.
     """Answers' key codes (answer ``i``: ``codes[offs[i]:offs[i + 1]]``) as an Arrow
     ``list<string>`` array, each list sorted by text: ``rank`` is each code's rank in text order
     and ``texts`` the key texts in that order."""
-    r = sorted_ranks(np.asarray(rank, np.int64), np.asarray(codes, np.int64), np.asarray(offs, np.int64))
+    offs = np.asarray(offs, np.int64)
+    r = np.asarray(rank, np.int64)[codes]
+    if len(r):  # one sort of (answer, rank) pairs, answer first: each answer's ranks in order
+        seg = np.repeat(np.arange(len(offs) - 1, dtype=np.int64), np.diff(offs)) * (int(r.max()) + 1)
+        r += seg
+        r.sort()
+        r -= seg
     if len(r) >= 2**31:  # beyond list<string>'s offsets: one list per answer
         return pa.array([texts.take(pa.array(r[a:b])).to_pylist() for a, b in zip(offs[:-1], offs[1:], strict=True)],
                         pa.list_(pa.string()))
