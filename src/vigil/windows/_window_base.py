@@ -238,9 +238,10 @@ class RingOperator(WindowOperator):
             self._fit(k)  # rows: grow for what the windows hold once these are in (or shrink)
         while i < k:
             if self.time_based:
-                room = self.cap // 2 - self._need()
-                if room < max(1, self.cap // 8):
-                    self._rebuild(2 * self.cap, self._need())
+                need = self._need()
+                room = self.cap // 2 - need
+                if room < max(1, self.cap // 8):  # grow at once for the rest (at most 2^17 at a time)
+                    self._rebuild(max(2 * self.cap, min(_pow2(self.headroom * (need + k - i + 1)), 1 << 17)), need)
                     continue
                 j = min(k, i + room)
             else:
