@@ -31,3 +31,27 @@ def test_fast_push_and_lookup_equal_the_operator(rows):
             assert np.array_equal(fast.lookup(a, qid, n), b.lookup(np.array([qid]), n)[0], equal_nan=True)
             # beyond the last position pushed: the operator's own path (a copy expired to n)
             assert np.array_equal(fast.lookup(a, qid, n + 3), b.lookup(np.array([qid]), n + 3)[0], equal_nan=True)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_by_key_equals_a_stable_argsort(seed):
+    """keyed_fast.by_key cuts the rows into each key's slice as a stable argsort of the codes does,
+    with each row's position in its key after the key's count."""
+    from vigil.quantiles.keyed_fast import by_key
+
+    rng = np.random.default_rng(seed)
+    nc = int(rng.integers(1, 9))
+    count = rng.integers(0, 50, nc).astype(np.int64)
+    kc = rng.integers(0, nc, int(rng.integers(0, 40))).astype(np.int64)
+    x = rng.normal(size=len(kc))
+    order, bounds, ucode, sizes, xs, local = by_key(kc, x, count)
+    want = np.argsort(kc, kind="stable")
+    ks = kc[want]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]]) if len(ks) else np.zeros(0, np.int64)
+    np.testing.assert_array_equal(order, want)
+    np.testing.assert_array_equal(bounds, np.r_[starts, len(kc)])
+    np.testing.assert_array_equal(ucode, ks[starts])
+    np.testing.assert_array_equal(sizes, np.diff(np.r_[starts, len(kc)]))
+    np.testing.assert_array_equal(xs, x[want])
+    sz = np.diff(np.r_[starts, len(kc)])
+    np.testing.assert_array_equal(local, np.arange(1, len(kc) + 1) - np.repeat(starts - count[ks[starts]], sz))

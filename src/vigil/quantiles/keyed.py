@@ -282,15 +282,9 @@ class KeyedQuantileGroup(Group):
             local = np.arange(c0s[0] + 1, c0s[0] + n + 1, dtype=np.int64)
         else:
             # every key's values and positions as contiguous slices of two arrays (one pass, no copy per key)
-            order = np.argsort(kc, kind="stable")
-            ks = kc[order]
-            bounds = np.concatenate(([0], np.flatnonzero(ks[1:] != ks[:-1]) + 1, [n]))
-            starts = bounds[:-1]
-            ucode = ks[starts]
-            sizes = np.diff(bounds)
+            order, bounds, ucode, sizes, xs, local = fast.by_key(np.ascontiguousarray(kc, np.int64),
+                                                                 np.ascontiguousarray(x, np.float64), self.count)
             c0s = self.count[ucode]
-            xs = np.ascontiguousarray(x[order], np.float64)
-            local = np.arange(1, n + 1, dtype=np.int64) - np.repeat(starts - c0s, sizes)
         ops = self.ops
         if self.sk is not None:
             for c in ucode[c0s == 0].tolist():
