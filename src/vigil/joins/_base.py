@@ -59,8 +59,7 @@ def _kx_positions(k: np.ndarray, x: np.ndarray, nk: np.ndarray, nx: np.ndarray) 
 
 @numba.njit(cache=True, nogil=True)
 def _merge(a: np.ndarray, p: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """np.insert(a, p, v) for nondecreasing positions p (v[j] goes before a[p[j]], equal positions
-    in the order given), as one pass."""
+    """np.insert(a, p, v) for nondecreasing positions p, as one pass."""
     out = np.empty(len(a) + len(v), a.dtype)
     i = 0
     for j in range(len(v)):
@@ -72,7 +71,7 @@ def _merge(a: np.ndarray, p: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def _ins(a: np.ndarray, p: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _ins(a: np.ndarray, p: np.ndarray, v: np.ndarray) -> np.ndarray:  # v cast to a's dtype, as np.insert
     return _merge(a, p, np.asarray(v, a.dtype))
 
 
@@ -96,6 +95,15 @@ def distinct_pairs(i: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray
     keep[0] = True
     keep[1:] = (i[1:] != i[:-1]) | (q[1:] != q[:-1])
     return i[keep], q[keep]
+
+
+def _by_tuple(i, q, o, r, s):
+    """(q, r, s) sorted by (i, q, r, s), i.e. by (i, q, o) (r or s is a function of i): one stable
+    argsort of the packed int64 key when it fits 63 bits, else a lexsort."""
+    pack = len(q) and q.min() >= 0 and o.min() >= 0 and (int(i.max()) + 1) * (int(q.max()) + 1) * (int(o.max()) + 1) < 2**62
+    order = np.argsort((i * (int(q.max()) + 1) + q) * (int(o.max()) + 1) + o, kind="stable") if pack else \
+        np.lexsort((s, r, q, i))
+    return q[order], r[order], s[order]
 
 
 def window_bounds(spec) -> tuple[float, float, float, float]:
@@ -540,8 +548,7 @@ class JoinBase(JoinOperator):
             return uq, seqs[ui], np.full(len(ui), -1, np.int64)
         mine = seqs[i]
         r, s = (mine, o) if side == "left" else (o, mine)
-        order = np.lexsort((s, r, q, i))
-        return q[order], r[order], s[order]
+        return _by_tuple(i, q, o, r, s)
 
     # ------------------------------------------------------------------ snapshot
 

@@ -25,7 +25,8 @@ _ZERO = np.zeros(1, np.int64)
 
 
 def _center(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    return (np.clip(lo, -1e300, 1e300) + np.clip(hi, -1e300, 1e300)) / 2
+    """(lo + hi) / 2 with infinite ends clipped to +-1e300 (np.clip's values, without its wrapper)."""
+    return (np.minimum(np.maximum(lo, -1e300), 1e300) + np.minimum(np.maximum(hi, -1e300), 1e300)) / 2
 
 
 def build_forest(boxes: np.ndarray, groups: list[np.ndarray], by_y: bool = False):
