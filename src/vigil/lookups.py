@@ -159,6 +159,7 @@ def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, flo
     every group answers as columns (:func:`emit_columns`), else as :func:`emit_answers`."""
     groups = eng.groups
     qids, per = by_group(eng, looks)
+    qarr = np.fromiter(qids, np.int64, len(qids))
     answers: list[Any] = [None] * len(looks)
     blocks: dict[str, tuple[np.ndarray, pa.Array | None]] = {}  # a group's answers as columns
     pos0 = eng.position
@@ -171,9 +172,9 @@ def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, flo
                 g.t_last = t_pre[key]
             eng.position = looks[ks[-1]][0]
             if len(ks) == len(looks):  # one group (ks = every index)
-                got = walk(eng, g, list(map(_pos, looks)), qids, ks, answers)
+                got = walk(eng, g, list(map(_pos, looks)), qarr, ks, answers)
             else:
-                got = walk(eng, g, [looks[k][0] for k in ks], [qids[k] for k in ks], ks, answers)
+                got = walk(eng, g, [looks[k][0] for k in ks], qarr[np.asarray(ks, np.int64)], ks, answers)
             if got is not None:
                 blocks[key] = got
             if timed:
@@ -183,7 +184,7 @@ def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, flo
     ats = list(map(_pos, looks))
     if len(blocks) == len(per):
         values, keys = _gathered(per, blocks, len(looks))
-        emit_columns(eng, ats, qids, values, keys, ats)
+        emit_columns(eng, ats, qarr, values, keys, ats)
         return
     for key, (values, keys) in blocks.items():  # beside groups that answer as tuples
         for k, a in zip(per[key], as_tuples(values, keys), strict=True):
@@ -191,7 +192,7 @@ def lookups_inside(eng, looks: list[tuple[int, int, dict]], t_pre: dict[str, flo
     emit_answers(eng, ats, [None] * len(looks), qids, answers, ats)
 
 
-def walk(eng, g, ats: list[int], qids: list[int], ks: list[int], answers: list) -> tuple | None:
+def walk(eng, g, ats: list[int], qids: np.ndarray, ks: list[int], answers: list) -> tuple | None:
     """Group ``g`` fed its deferred rows up to each position of ``ats`` (ascending) in turn and
     asked for the queries ``qids`` there (one call per position; one ``push_lookup`` for all when
     the group can); its rows after the last position stay deferred. A group with ``lookup_cols``
@@ -289,7 +290,7 @@ def as_tuples(values: np.ndarray, keys: pa.Array | None) -> list[tuple]:
     return list(zip(vals, keys.to_pylist() if keys is not None else [None] * len(vals), strict=True))
 
 
-def emit_columns(eng, ats: list[int], qids: list[int], values: np.ndarray, keys: pa.Array | None,
+def emit_columns(eng, ats: list[int], qids: np.ndarray, values: np.ndarray, keys: pa.Array | None,
                  pos: list[int]) -> None:
     """Answer events of lookups of queries ``qids`` at positions ``ats``, applied at engine
     positions ``pos``, from their columns (values: NaN for no value; keys: an Arrow
@@ -299,11 +300,19 @@ def emit_columns(eng, ats: list[int], qids: list[int], values: np.ndarray, keys:
     eng._out.emit_answer_columns(id_column(eng.ids, qids), ats, values, keys, pos, eng.out_counts)
 
 
-def id_column(ids: list[str], qids: list[int]) -> pa.Array:
-    """The ids of queries ``qids`` as an Arrow string array (each distinct id converted once)."""
+def id_column(ids: list[str], qids: np.ndarray) -> pa.Array:
+    """The ids of queries ``qids`` (query numbers, int64) as an Arrow string array (each distinct
+    id converted once)."""
     if len(qids) < 64:
-        return pa.array([ids[q] for q in qids], pa.string())
-    u, inv = np.unique(np.asarray(qids, np.int64), return_inverse=True)
+        return pa.array([ids[q] for q in qids.tolist()], pa.string())
+    top = int(qids.max()) + 1
+    if top <= 8 * len(qids):  # distinct numbers by counting, not sorting
+        u = np.flatnonzero(np.bincount(qids, minlength=top))
+        code = np.empty(top, np.int64)
+        code[u] = np.arange(len(u))
+        inv = code[qids]
+    else:
+        u, inv = np.unique(qids, return_inverse=True)
     return pa.array([ids[q] for q in u.tolist()], pa.string()).take(pa.array(inv.ravel()))
 
 
