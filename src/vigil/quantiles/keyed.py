@@ -95,6 +95,7 @@ class KeyedQuantileGroup(Group):
         self.sk: SlidingKeys | None = None  # every key's rows-window operator, pushed in one call
         self._trank = np.zeros(0, np.int64)  # code -> rank of its key text among the keys
         self._known: tuple[object, np.ndarray] = (None, np.zeros(0, np.int64))  # (batch token, its combination + 1 -> code or -1)
+        self._cls: type | None = None  # the operators' class (the implementation's, or Sliding for rows)
         self._tpl: Any = None  # a new key's rows-window operator with the live queries' slots (keyed_sliding.template)
         self._klists: list[list[str]] = []  # code -> its key texts (one list per group_by column)
         self._look: dict[int, tuple] = {}  # qid -> its slots' lookup arrays by key text (lookup_many)
@@ -129,8 +130,9 @@ class KeyedQuantileGroup(Group):
              "notify": bool(spec.notify), "alert": spec_alert(spec), "rank": None if spec.rank_of is None else
              float(spec.rank_of)}
         if not self.ops:  # what the implementation cannot serve is rejected now, not at a key's first row
-            self.impl(self.eps, self.params["rows"]).register(0, q["phi"], q["eps"], start,
-                                                               notify=q["notify"] or q["alert"] is not None)
+            probe = self.impl(self.eps, self.params["rows"])
+            self._cls = type(probe)  # the operators' class (a rows window's: Sliding)
+            probe.register(0, q["phi"], q["eps"], start, notify=q["notify"] or q["alert"] is not None)
         self.q[qid] = q
         self._tpl = None
         self.slots[qid] = {}
@@ -170,7 +172,9 @@ class KeyedQuantileGroup(Group):
         """Codes and operators of keys seen for the first time (each query gets a slot in each)."""
         codes = self.codes.encode(np.array(texts, object)).tolist()
         self.count = np.concatenate([self.count, np.zeros(len(codes), np.int64)])
-        if codes[0] == 0 and type(self.impl(self.eps, self.params["rows"])) is Sliding:
+        if self._cls is None:
+            self._cls = type(self.impl(self.eps, self.params["rows"]))
+        if codes[0] == 0 and self._cls is Sliding:
             self.sk = SlidingKeys(self.eps)
         if self.sk is None:
             for code in codes:
