@@ -63,3 +63,33 @@ def test_dynamic_plans_share_query_arrays_until_queries_change():
     op.register(1, spec(1, 10))
     q2, i, _ = op.insert("left", np.array([3]), np.array([1]), np.array([[12.0]]), np.array([1.0]))
     assert q2.tolist() == [1] and queries(op, "left") is not q and len(queries(op, "left").qid) == 2
+
+
+def test_hotspot_demotion_bound_keeps_the_full_scan_results():
+    """HotspotTracker._demote skips its scan while a lower bound of the smallest hot group's size
+    is not below (alpha/2)|I|: the same groups, moves and partition as scanning every update."""
+    from vigil.joins.hotspot import HotspotTracker
+
+    class Scan(HotspotTracker):
+        def _demote(self):
+            self._lb = 0.0  # no bound: every call scans
+            super()._demote()
+
+    rng = np.random.default_rng(11)
+    for alpha in (0.05, 0.2):
+        a, b = HotspotTracker(alpha), Scan(alpha)
+        alive: list[int] = []
+        for i in range(1500):
+            if alive and rng.random() < 0.45:
+                q = alive.pop(int(rng.integers(len(alive))))
+                a.delete(q)
+                b.delete(q)
+            else:
+                c = float(rng.choice([10.0, 50.0, 90.0])) if rng.random() < 0.7 else float(rng.uniform(0, 100))
+                lo, hi = c - rng.uniform(0, 4), c + rng.uniform(0, 4)
+                a.insert(i, lo, hi)
+                b.insert(i, lo, hi)
+                alive.append(i)
+            assert a.hot == b.hot and a.hot_of == b.hot_of and a.moves == b.moves
+        a.check()
+        assert sorted(map(sorted, a.scattered.groups.values())) == sorted(map(sorted, b.scattered.groups.values()))

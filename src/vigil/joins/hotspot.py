@@ -49,6 +49,7 @@ class HotspotTracker:
         self.moves = 0  # intervals moved into or out of S, over the whole history
         self.updates = 0
         self.changed_hot: set[int] = set()  # hot groups created / changed / dropped since drain
+        self._lb = 0.0  # <= the smallest hot group's size (inf: none): _demote skips its scan above it
 
     def __len__(self) -> int:
         return len(self.iv)
@@ -90,6 +91,7 @@ class HotspotTracker:
         if h is not None:
             self.hot[h].discard(i)
             self.changed_hot.add(h)
+            self._lb = min(self._lb, len(self.hot[h]))
         else:
             self.scattered.delete(i)
         self._demote()
@@ -139,12 +141,17 @@ class HotspotTracker:
                 self.hot_of[i] = h
             self.moves += len(mem)
             self.hot[h] = mem
+            self._lb = min(self._lb, len(mem))
             self.hot_cap[h] = (clo, chi)
             self.changed_hot.add(h)
 
     def _demote(self) -> None:
-        n = len(self.iv)
-        for h in [h for h, mem in self.hot.items() if len(mem) < self.alpha / 2 * n]:
+        """Demote the hot groups below (alpha/2)|I| (none when the lower bound of the smallest
+        hot group's size is not below it: no scan)."""
+        t = self.alpha / 2 * len(self.iv)
+        if self._lb >= t:
+            return
+        for h in [h for h, mem in self.hot.items() if len(mem) < t]:
             mem = self.hot.pop(h)
             del self.hot_cap[h]
             self.changed_hot.add(h)
@@ -152,6 +159,7 @@ class HotspotTracker:
                 del self.hot_of[i]
                 self._s_insert(i, *self.iv[i])
             self.moves += len(mem)
+        self._lb = float(min((len(m) for m in self.hot.values()), default=float("inf")))
 
     def drain_changes(self) -> set[int]:
         c, self.changed_hot = self.changed_hot, set()
