@@ -9,16 +9,16 @@ own arrays, shared, not copied) in one typed list, so one call pushes a batch's 
 key (:func:`_push_many`: the operator's own push kernel on each key's slice) and one call answers
 a lookup over every key (:func:`_lookup_many`: the operator's own lookup kernel). The operators
 stay the owners of their state: their Python methods (registration, lookups beyond the last
-position, summaries, snapshots) still apply, and :meth:`SlidingKeys.sync` re-reads a key's arrays
-after any of them may have replaced one.
+position, summaries, snapshots) still apply on the operator :meth:`SlidingKeys.fresh` returns, and
+:meth:`SlidingKeys.sync` re-reads a key's arrays after any of them may have replaced one.
 
 Capacity: before a key's push, :func:`._sliding_room.short` tells whether the operator's arrays
 could overflow with the next k elements (the conditions under which ``Sliding._room(k)`` grows or
 compacts them, at k + 16: a conservative test); then the push makes room in compiled code
 (:func:`._sliding_room.room`, what ``Sliding._room`` runs), puts the key's new arrays in the
-typed list and marks the key stale: its operator takes them (:meth:`SlidingKeys.fresh`) before it is
-next used from Python. The output buffers are shared by all keys and grow as the operator's own do (the push kernel stops
-before they could overflow).
+typed list and marks the key stale: its operator takes them (:meth:`SlidingKeys.fresh`) before
+it is next used from Python. The output buffers are shared by all keys and grow as the
+operator's own do (the push kernel stops before they could overflow).
 
 Outputs are the operator's updates with its notify slots mapped to the group's slots
 (``slot_qid``), the offsets into the batch's key-sorted order, unsorted (the group sorts every
