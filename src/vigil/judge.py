@@ -113,24 +113,31 @@ def roster(eng: Any, cols: Cols, sub: np.ndarray) -> Roster:
     if r is not None and r.ver == eng.gver and r.cols is cols:
         return r
     live, dirty, ends, timed, hist = [], [], [], [], []
+    anybad = cols.__dict__.setdefault("_anybad", {})  # (column, kind) -> a bad value in the batch
     for key, g in eng.groups.items():
-        refs = g.__dict__.get("_chk_refs")
+        d = g.__dict__
+        refs = d.get("_chk_refs")
         if refs is None:
             refs = eng._refs(g, cols, sub)
-        bad = False
-        for k in refs:
-            if len(cols.bad(*k)[0]):
-                bad = True
-                break
-        if bad and g.ends_inside_segment:
+        c = d.get("_ros")
+        if c is None or c[0] is not cols or c[1] is not refs:  # (bad, ends, time column) of g
+            bad = False
+            for k in refs:
+                h = anybad.get(k)
+                if h is None:
+                    h = anybad[k] = bool(len(cols.bad(*k)[0]))
+                if h:
+                    bad = True
+                    break
+            c = d["_ros"] = (cols, refs, bad, bad and g.ends_inside_segment, g.time_column() if g.qids else None)
+        if c[3]:
             ends.append((key, g))
         if g.qids:
             live.append(g)
-            if bad:
+            if c[2]:
                 dirty.append(g)
-            tcol = g.time_column()
-            if tcol:
-                timed.append((g, tcol))
+            if c[4]:
+                timed.append((g, c[4]))
         elif g.keeps_history:
             hist.append(g)
     r = eng._roster = Roster(eng.gver, cols, live, dirty, ends, timed, hist)
