@@ -59,3 +59,41 @@ def test_only_other_events_and_empty():
     t = pa.Table.from_pylist([{"event": "matured", "id": f"t{i}", "at": i} for i in range(1500)], OUTPUT_SCHEMA)
     assert bytes(jsonl_bytes(t)) == _want(t)
     assert bytes(jsonl_bytes(t.slice(0, 0))) == b""
+
+
+_SEL = ['{"a": 1, "b": "x"}', '{"a":2.50,"b":null}', '{"k": "\\u00e9t\\u00e9"}', '{"k": "été"}',
+        '{"n": 9223372036854775807, "f": 1e16, "z": -0.0}', "{}", None]
+
+
+@pytest.mark.parametrize("n", [1024, 3000])
+@pytest.mark.parametrize("mix", ["join", "join+sel", "affected", "all"])
+def test_join_events_pairs_selected_texts_nulls_big_ints(tmp_path, n, mix):
+    rows = []
+    for i in range(n):
+        r = {"event": "join", "id": f"j{i % 5}", "at": i // 3, "r": (2**62 + i) if i % 13 == 0 else i,
+             "s": None if i % 17 == 0 else i // 2}
+        if mix == "join+sel":
+            r["left"] = _SEL[i % len(_SEL)]
+            if i % 2:
+                r["right"] = _SEL[(i * 3) % len(_SEL)]
+        if i % 19 == 0:
+            r["asked_at"] = i
+        if mix == "affected":
+            r = {"event": "affected", "id": f"j{i % 5}", "at": i, **({"asked_at": 7} if i % 4 == 0 else {})}
+        if mix == "all":
+            k = i % 8
+            r = [r, {**r, "left": _SEL[i % len(_SEL)], "right": _SEL[i % 3]},
+                 {"event": "affected", "id": "a", "at": i},
+                 {"event": "cluster", "id": "c", "at": i, "r": i % 4},
+                 {"event": "cluster_update", "id": None, "at": i, "r": None if i % 3 else 2, "value": i / 7},
+                 {"event": "rejected", "id": None, "at": i, "reason": "bad \"value\" é"},
+                 {"event": "late", "id": "q", "at": None, "reason": None},
+                 {"event": "answer", "id": "q", "at": i, "value": 2.0, "keys": ["K"] if i % 2 else None}][k]
+        rows.append(r)
+    t = pa.Table.from_pylist(rows, OUTPUT_SCHEMA)
+    want = _want(t)
+    write_outputs(t, tmp_path / "o.jsonl")
+    assert (tmp_path / "o.jsonl").read_bytes() == want
+    assert bytes(jsonl_bytes(t)) == want
+    for s in (t.slice(5), t.slice(2, n - 9)):  # columns that start inside their buffers
+        assert bytes(jsonl_bytes(s)) == _want(s)

@@ -60,48 +60,117 @@ def jsonl_lines(table: pa.Table) -> list[str]:
 
 def lines_array(table: pa.Table) -> pa.Array:
     """The lines of :func:`jsonl_lines` (a table with every output column) as one Arrow string
-    array without nulls, built by Arrow from text columns: the event and id texts dumped once per
-    distinct value, ``at`` and ``asked_at`` cast, the values' texts (:func:`_num_array`), the key
-    lists' texts (:func:`_key_array`) put in place of a null value or before a value, one
-    ``binary_join_element_wise``; the lines of other events built one by one (:func:`_line`) and
-    taken into their places."""
+    array without nulls, built by Arrow from text columns, one ``binary_join_element_wise``: the
+    event, id and reason texts dumped once per distinct value, ``at``, ``asked_at``, ``r`` and
+    ``s`` cast; each row's tail after ``at`` by its event's kind (:data:`_KIND`): answers,
+    updates, alerts and clears their values' texts (:func:`_num_array`) with the key lists'
+    texts (:func:`_key_array`) in place of a null value or before a value (:func:`_valued_tails`);
+    joins ``r``, ``s`` and the ``left`` / ``right`` texts (:func:`_join_tails`); clusters ``r``
+    (and a cluster update's value); rejected and late rows their reason; other events nothing.
+    Rows of several kinds: each kind's tails built on its rows, taken into place."""
     n = table.num_rows
-    valued = _valued(table)
-    other = np.flatnonzero(~valued)
-    if len(other) == n:
-        return pa.array(_other_lines(table, other), pa.string())
+    kind = _kinds(table.column("event"))
     at = table.column("at").combine_chunks()
-    at_t = pc.cast(at, pa.string())
-    if at.null_count:
-        at_t = pc.fill_null(at_t, "null")
+    parts: list[Any] = ['{"event": ', _json_texts(table.column("event")), ', "id": ', _json_texts(table.column("id")),
+                        ', "at": ', _int_texts(at)]
+    asked = table.column("asked_at")
+    if asked.null_count < n:
+        a_t = pc.binary_join_element_wise(', "asked_at": ', pc.cast(asked.combine_chunks(), pa.string()), "")
+        parts.append(pc.fill_null(a_t, ""))
+    present = np.flatnonzero(np.bincount(kind, minlength=len(_TAILS)))
+    if len(present) == 1:
+        tail = _TAILS[present[0]](table)
+    else:
+        pieces, where, base = [], np.empty(n, np.int64), 0
+        for k in present.tolist():
+            rows = np.flatnonzero(kind == k)
+            pieces.append(_TAILS[k](table.take(pa.array(rows))))
+            where[rows] = base + np.arange(len(rows))
+            base += len(rows)
+        tail = pa.concat_arrays(pieces).take(pa.array(where))
+    parts += [tail, "}\n", ""]
+    return pc.binary_join_element_wise(*parts)
+
+
+def _kinds(events: pa.ChunkedArray) -> np.ndarray:
+    """Each row's kind of line (:data:`_KIND`; 5, nothing after ``at``, for other or null events)."""
+    enc = events.combine_chunks().dictionary_encode()
+    codes = np.array([_KIND.get(x, 5) for x in enc.dictionary.to_pylist()] + [5], np.int64)
+    idx = pc.fill_null(enc.indices, len(codes) - 1)
+    return codes[np.asarray(idx.to_numpy(zero_copy_only=False), np.int64)]
+
+
+def _int_texts(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The decimal text of every value of an integer column ("null" where null)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    t = pc.cast(arr, pa.string())
+    return pc.fill_null(t, "null") if arr.null_count else t
+
+
+def _valued_tails(table: pa.Table) -> pa.Array:
+    """``, "keys": [...]`` (per-key answers) and ``, "value": v`` of answers, updates, alerts and
+    clears (a substream answer: its key list as its value)."""
+    n = table.num_rows
     value = table.column("value")
     vt = _num_array(value)
-    parts: list[Any] = ['{"event": ', _json_texts(table.column("event")), ', "id": ', _json_texts(table.column("id")),
-                        ', "at": ', at_t]
-    keys, asked = table.column("keys"), table.column("asked_at")
-    if asked.null_count < n:
-        has = valued & _valid(asked)
-        if has.any():
-            a_t = pc.binary_join_element_wise(', "asked_at": ', pc.cast(asked.combine_chunks(), pa.string()), "")
-            parts.append(pc.if_else(pa.array(has), a_t, ""))
+    keys = table.column("keys")
+    parts: list[Any] = []
     if keys.null_count < n:  # a substream answer's keys are its value; a per-key answer: keys, value
-        has = valued & _valid(keys)
-        if has.any():
-            kt = _key_array(keys)
-            v = np.asarray(value.to_numpy(zero_copy_only=False), np.float64)  # (nulls: NaN)
-            as_value = has & np.isnan(v)
-            if as_value.any():
-                vt = pc.if_else(pa.array(as_value), kt, vt)
-            before = has & ~as_value
-            if before.any():
-                parts.append(pc.if_else(pa.array(before), pc.binary_join_element_wise(', "keys": ', kt, ""), ""))
-    parts += [', "value": ', vt, "}\n", ""]
-    out = pc.binary_join_element_wise(*parts)
-    if len(other):
-        where = np.arange(n)
-        where[other] = n + np.arange(len(other))
-        out = pa.concat_arrays([out, pa.array(_other_lines(table, other), pa.string())]).take(pa.array(where))
-    return out
+        has = _valid(keys)
+        kt = _key_array(keys)
+        v = np.asarray(value.to_numpy(zero_copy_only=False), np.float64)  # (nulls: NaN)
+        as_value = has & np.isnan(v)
+        if as_value.any():
+            vt = pc.if_else(pa.array(as_value), kt, vt)
+        before = has & ~as_value
+        if before.any():
+            parts.append(pc.if_else(pa.array(before), pc.binary_join_element_wise(', "keys": ', kt, ""), ""))
+    return pc.binary_join_element_wise(*parts, ', "value": ', vt, "")
+
+
+def _join_tails(table: pa.Table) -> pa.Array:
+    """``, "r": r, "s": s`` of join events, then ``, "left": ...`` / ``, "right": ...`` where the
+    selected values' text is not null (:func:`_canonical_json`)."""
+    parts: list[Any] = [', "r": ', _int_texts(table.column("r")), ', "s": ', _int_texts(table.column("s"))]
+    for side in ("left", "right"):
+        col = table.column(side)
+        if col.null_count < table.num_rows:
+            parts.append(pc.fill_null(pc.binary_join_element_wise(f', "{side}": ', _canonical_json(col), ""), ""))
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def _canonical_json(col: pa.ChunkedArray) -> pa.Array:
+    """``json.dumps(json.loads(x))`` of every text of a string column (null where null), once
+    per distinct text, taken by Arrow."""
+    enc = col.combine_chunks().dictionary_encode()
+    texts = [json.dumps(json.loads(x)) for x in enc.dictionary.to_pylist()]
+    return pa.array(texts, pa.string()).take(enc.indices)
+
+
+def _cluster_tails(table: pa.Table) -> pa.Array:
+    return pc.binary_join_element_wise(', "cluster": ', _int_texts(table.column("r")), "")
+
+
+def _cluster_update_tails(table: pa.Table) -> pa.Array:
+    return pc.binary_join_element_wise(', "cluster": ', _int_texts(table.column("r")), ', "value": ',
+                                       _num_array(table.column("value")), "")
+
+
+def _reason_tails(table: pa.Table) -> pa.Array:
+    return pc.binary_join_element_wise(', "reason": ', _json_texts(table.column("reason")), "")
+
+
+def _no_tails(table: pa.Table) -> pa.Array:
+    return _repeated_text("", table.num_rows)
+
+
+def _repeated_text(text: str, k: int) -> pa.Array:
+    return pa.array([text], pa.string()).take(pa.array(np.zeros(k, np.int64)))
+
+
+#: the kind of line of each event: 0 valued, 1 join, 2 cluster, 3 cluster_update, 4 reason, 5 none
+_KIND = {**{e: 0 for e in _VALUE_EVENTS}, "join": 1, "cluster": 2, "cluster_update": 3, "rejected": 4, "late": 4}
+_TAILS = (_valued_tails, _join_tails, _cluster_tails, _cluster_update_tails, _reason_tails, _no_tails)
 
 
 def jsonl_bytes(table: pa.Table) -> bytes | memoryview:
@@ -128,13 +197,6 @@ def _valued(table: pa.Table) -> np.ndarray:
 
 def _valid(col: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(col.is_valid().to_numpy(zero_copy_only=False), bool)
-
-
-def _other_lines(table: pa.Table, other: np.ndarray) -> list[str]:
-    """The lines of rows ``other`` one by one (:func:`_line`)."""
-    rows = table.take(pa.array(other)).to_pylist()
-    tx = {x: json.dumps(x) for r in rows for x in (r["event"], r["id"])}
-    return [_line(row, tx) for row in rows]
 
 
 def _num_array(values: pa.ChunkedArray) -> pa.Array:
