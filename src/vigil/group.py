@@ -95,14 +95,28 @@ def _names(ids: list[str], qid: np.ndarray) -> pa.Array:
 
 
 def _order(ev: np.ndarray, qid: np.ndarray, at: np.ndarray, r: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """The permutation sorting outputs by (at, event, qid, r, s): one argsort of a packed int64 key
-    when (at, event, qid) fit in 63 bits and there are no join pairs, else a lexsort."""
-    if not (r >= 0).any() and len(at):
-        a0, span = int(at.min()), int(at.max()) - int(at.min()) + 1
-        nq = int(qid.max()) + 1
-        if qid.min() >= 0 and span * len(EV_NAMES) * nq < 2**62:
-            return np.argsort(((at - a0) * len(EV_NAMES) + ev) * nq + qid, kind="stable")
+    """The permutation sorting outputs by (at, event, qid, r, s), ties in input order: one stable
+    argsort of a packed int64 key (each field minus its minimum, mixed radix) when the five fit in
+    63 bits; else a stable lexsort of two packed keys, (at, event, qid) and (r, s), when each fits;
+    else a 5-key lexsort."""
+    if not len(at):
+        return np.zeros(0, np.int64)
+    fields = [at, ev, qid, r, s]
+    lo = [int(f.min()) for f in fields]
+    span = [int(f.max()) - m + 1 for f, m in zip(fields, lo, strict=True)]
+    if math.prod(span) < 2**62:
+        return np.argsort(_packed(fields, lo, span), kind="stable")
+    if math.prod(span[:3]) < 2**62 and math.prod(span[3:]) < 2**62:
+        return np.lexsort((_packed(fields[3:], lo[3:], span[3:]), _packed(fields[:3], lo[:3], span[:3])))
     return np.lexsort((s, r, qid, ev, at))
+
+
+def _packed(fields: list[np.ndarray], lo: list[int], span: list[int]) -> np.ndarray:
+    """sum of (field - lo) times the product of the later spans (the caller checks it fits in 63 bits)."""
+    key = np.asarray(fields[0], np.int64) - lo[0]
+    for f, m, w in zip(fields[1:], lo[1:], span[1:], strict=True):
+        key = key * w + (np.asarray(f, np.int64) - m)
+    return key
 
 
 class Segment:
