@@ -60,14 +60,14 @@ def jsonl_lines(table: pa.Table) -> list[str]:
 
 def lines_array(table: pa.Table) -> pa.Array:
     """The lines of :func:`jsonl_lines` (a table with every output column) as one Arrow string
-    array without nulls, built by Arrow from text columns, one ``binary_join_element_wise``: the
+    array without nulls, the row-wise concatenation (:func:`_concat`) of text columns: the
     event, id and reason texts dumped once per distinct value, ``at``, ``asked_at``, ``r`` and
     ``s`` cast; each row's tail after ``at`` by its event's kind (:data:`_KIND`): answers,
     updates, alerts and clears their values' texts (:func:`_num_array`) with the key lists'
     texts (:func:`_key_array`) in place of a null value or before a value (:func:`_valued_tails`);
     joins ``r``, ``s`` and the ``left`` / ``right`` texts (:func:`_join_tails`); clusters ``r``
     (and a cluster update's value); rejected and late rows their reason; other events nothing.
-    Rows of several kinds: each kind's tails built on its rows, taken into place."""
+    Rows of several kinds: each kind's tails concatenated on its rows, taken into place."""
     n = table.num_rows
     kind = _kinds(table.column("event"))
     at = table.column("at").combine_chunks()
@@ -79,17 +79,72 @@ def lines_array(table: pa.Table) -> pa.Array:
         parts.append(pc.fill_null(a_t, ""))
     present = np.flatnonzero(np.bincount(kind, minlength=len(_TAILS)))
     if len(present) == 1:
-        tail = _TAILS[present[0]](table)
+        parts += _TAILS[present[0]](table)
     else:
         pieces, where, base = [], np.empty(n, np.int64), 0
         for k in present.tolist():
             rows = np.flatnonzero(kind == k)
-            pieces.append(_TAILS[k](table.take(pa.array(rows))))
+            pieces.append(_concat(_TAILS[k](table.take(pa.array(rows))), len(rows)))
             where[rows] = base + np.arange(len(rows))
             base += len(rows)
-        tail = pa.concat_arrays(pieces).take(pa.array(where))
-    parts += [tail, "}\n", ""]
-    return pc.binary_join_element_wise(*parts)
+        parts.append(pa.concat_arrays(pieces).take(pa.array(where)))
+    parts.append("}\n")
+    return _concat(parts, n)
+
+
+def _concat(parts: list[Any], n: int) -> pa.Array:
+    """The row-wise concatenation of ``parts`` (texts, repeated on every row, and string arrays
+    of ``n`` texts without nulls) as one string array: written by one kernel pass
+    (:func:`_concat_kernel`) from the arrays' buffers; by Arrow's ``binary_join_element_wise``
+    when a part is of another type or the text would pass 2 GB."""
+    arrays = [x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x for x in parts] or [""]
+    if any(not isinstance(x, str) and (x.type != pa.string() or x.null_count or len(x) != n) for x in arrays):
+        return pc.binary_join_element_wise(*arrays, "")
+    offs, datas, starts, step, base, at = [], [], [], [], 0, 0
+    for x in arrays:
+        if isinstance(x, str):
+            b = np.frombuffer(x.encode(), np.uint8)
+            o = np.array([0, len(b)], np.int64)
+            step.append(0)
+        else:
+            o = np.frombuffer(x.buffers()[1], np.int32)[x.offset:x.offset + n + 1].astype(np.int64)
+            buf = x.buffers()[2]
+            b = np.frombuffer(buf, np.uint8)[o[0]:o[-1]] if buf is not None and o[-1] > o[0] else np.zeros(0, np.uint8)
+            o -= o[0]
+            step.append(1)
+        offs.append(o + base)
+        datas.append(b)
+        starts.append(at)
+        base += len(b)
+        at += len(o)
+    out_offs, out = _concat_kernel(n, np.concatenate(offs), np.concatenate(datas) if datas else np.zeros(0, np.uint8),
+                                   np.array(starts, np.int64), np.array(step, np.int64))
+    if len(out) >= 2**31:
+        return pc.binary_join_element_wise(*arrays, "")
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(out_offs.astype(np.int32)), pa.py_buffer(out)])
+
+
+@njit(cache=True, nogil=True)
+def _concat_kernel(n, offs, data, starts, step):
+    """(offsets, bytes) of the rows' texts: row i is, for each part p, the bytes
+    ``data[offs[j]:offs[j + 1]]`` with ``j = starts[p] + i * step[p]``."""
+    P = len(starts)
+    out_offs = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        size = 0
+        for p in range(P):
+            j = starts[p] + i * step[p]
+            size += offs[j + 1] - offs[j]
+        out_offs[i + 1] = out_offs[i] + size
+    out = np.empty(out_offs[n], np.uint8)
+    for i in range(n):
+        q = out_offs[i]
+        for p in range(P):
+            j = starts[p] + i * step[p]
+            for k in range(offs[j], offs[j + 1]):
+                out[q] = data[k]
+                q += 1
+    return out_offs, out
 
 
 def _kinds(events: pa.ChunkedArray) -> np.ndarray:
@@ -107,7 +162,7 @@ def _int_texts(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     return pc.fill_null(t, "null") if arr.null_count else t
 
 
-def _valued_tails(table: pa.Table) -> pa.Array:
+def _valued_tails(table: pa.Table) -> list[Any]:
     """``, "keys": [...]`` (per-key answers) and ``, "value": v`` of answers, updates, alerts and
     clears (a substream answer: its key list as its value)."""
     n = table.num_rows
@@ -125,10 +180,10 @@ def _valued_tails(table: pa.Table) -> pa.Array:
         before = has & ~as_value
         if before.any():
             parts.append(pc.if_else(pa.array(before), pc.binary_join_element_wise(', "keys": ', kt, ""), ""))
-    return pc.binary_join_element_wise(*parts, ', "value": ', vt, "")
+    return [*parts, ', "value": ', vt]
 
 
-def _join_tails(table: pa.Table) -> pa.Array:
+def _join_tails(table: pa.Table) -> list[Any]:
     """``, "r": r, "s": s`` of join events, then ``, "left": ...`` / ``, "right": ...`` where the
     selected values' text is not null (:func:`_canonical_json`)."""
     parts: list[Any] = [', "r": ', _int_texts(table.column("r")), ', "s": ', _int_texts(table.column("s"))]
@@ -136,7 +191,7 @@ def _join_tails(table: pa.Table) -> pa.Array:
         col = table.column(side)
         if col.null_count < table.num_rows:
             parts.append(pc.fill_null(pc.binary_join_element_wise(f', "{side}": ', _canonical_json(col), ""), ""))
-    return pc.binary_join_element_wise(*parts, "")
+    return parts
 
 
 def _canonical_json(col: pa.ChunkedArray) -> pa.Array:
@@ -147,25 +202,20 @@ def _canonical_json(col: pa.ChunkedArray) -> pa.Array:
     return pa.array(texts, pa.string()).take(enc.indices)
 
 
-def _cluster_tails(table: pa.Table) -> pa.Array:
-    return pc.binary_join_element_wise(', "cluster": ', _int_texts(table.column("r")), "")
+def _cluster_tails(table: pa.Table) -> list[Any]:
+    return [', "cluster": ', _int_texts(table.column("r"))]
 
 
-def _cluster_update_tails(table: pa.Table) -> pa.Array:
-    return pc.binary_join_element_wise(', "cluster": ', _int_texts(table.column("r")), ', "value": ',
-                                       _num_array(table.column("value")), "")
+def _cluster_update_tails(table: pa.Table) -> list[Any]:
+    return [', "cluster": ', _int_texts(table.column("r")), ', "value": ', _num_array(table.column("value"))]
 
 
-def _reason_tails(table: pa.Table) -> pa.Array:
-    return pc.binary_join_element_wise(', "reason": ', _json_texts(table.column("reason")), "")
+def _reason_tails(table: pa.Table) -> list[Any]:
+    return [', "reason": ', _json_texts(table.column("reason"))]
 
 
-def _no_tails(table: pa.Table) -> pa.Array:
-    return _repeated_text("", table.num_rows)
-
-
-def _repeated_text(text: str, k: int) -> pa.Array:
-    return pa.array([text], pa.string()).take(pa.array(np.zeros(k, np.int64)))
+def _no_tails(table: pa.Table) -> list[Any]:
+    return []
 
 
 #: the kind of line of each event: 0 valued, 1 join, 2 cluster, 3 cluster_update, 4 reason, 5 none
