@@ -94,56 +94,56 @@ def lines_array(table: pa.Table) -> pa.Array:
 
 def _concat(parts: list[Any], n: int) -> pa.Array:
     """The row-wise concatenation of ``parts`` (texts, repeated on every row, and string arrays
-    of ``n`` texts without nulls) as one string array: written by one kernel pass
-    (:func:`_concat_kernel`) from the arrays' buffers; by Arrow's ``binary_join_element_wise``
-    when a part is of another type or the text would pass 2 GB."""
+    of ``n`` texts without nulls) as one string array: the parts' offsets and bytes gathered
+    into one array each, then one kernel pass (:func:`_concat_kernel`); by Arrow's
+    ``binary_join_element_wise`` when a part is of another type or the text would pass 2 GB."""
     arrays = [x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x for x in parts] or [""]
     if any(not isinstance(x, str) and (x.type != pa.string() or x.null_count or len(x) != n) for x in arrays):
         return pc.binary_join_element_wise(*arrays, "")
-    offs, datas, starts, step, base, at = [], [], [], [], 0, 0
-    for x in arrays:
+    P = len(arrays)
+    offs, datas = [], []
+    start, shift, step = np.zeros(P, np.int64), np.zeros(P, np.int64), np.zeros(P, np.int64)
+    at = base = total = 0
+    for p, x in enumerate(arrays):
         if isinstance(x, str):
             b = np.frombuffer(x.encode(), np.uint8)
-            o = np.array([0, len(b)], np.int64)
-            step.append(0)
+            o = np.array([0, len(b)], np.int32)
+            total += n * len(b)
         else:
-            o = np.frombuffer(x.buffers()[1], np.int32)[x.offset:x.offset + n + 1].astype(np.int64)
+            o = np.frombuffer(x.buffers()[1], np.int32)[x.offset:x.offset + n + 1]
             buf = x.buffers()[2]
             b = np.frombuffer(buf, np.uint8)[o[0]:o[-1]] if buf is not None and o[-1] > o[0] else np.zeros(0, np.uint8)
-            o -= o[0]
-            step.append(1)
-        offs.append(o + base)
+            step[p] = 1
+            total += len(b)
+        start[p], shift[p] = at, base - int(o[0])
+        offs.append(o)
         datas.append(b)
-        starts.append(at)
-        base += len(b)
         at += len(o)
-    out_offs, out = _concat_kernel(n, np.concatenate(offs), np.concatenate(datas) if datas else np.zeros(0, np.uint8),
-                                   np.array(starts, np.int64), np.array(step, np.int64))
-    if len(out) >= 2**31:
+        base += len(b)
+    if total >= 2**31:
         return pc.binary_join_element_wise(*arrays, "")
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(out_offs.astype(np.int32)), pa.py_buffer(out)])
+    out_offs, out = _concat_kernel(n, np.concatenate(offs), np.concatenate(datas), start, shift, step, total)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(out_offs), pa.py_buffer(out)])
 
 
 @njit(cache=True, nogil=True)
-def _concat_kernel(n, offs, data, starts, step):
-    """(offsets, bytes) of the rows' texts: row i is, for each part p, the bytes
-    ``data[offs[j]:offs[j + 1]]`` with ``j = starts[p] + i * step[p]``."""
-    P = len(starts)
-    out_offs = np.zeros(n + 1, np.int64)
+def _concat_kernel(n, offs, data, start, shift, step, total):
+    """(int32 offsets, bytes) of the rows' texts: row i is, for each part p, the bytes
+    ``data[offs[j] + shift[p]:offs[j + 1] + shift[p]]`` with ``j = start[p] + i * step[p]``
+    (``total``: their sum)."""
+    P = len(start)
+    out_offs = np.empty(n + 1, np.int32)
+    out = np.empty(total, np.uint8)
+    out_offs[0] = 0
+    q = 0
     for i in range(n):
-        size = 0
         for p in range(P):
-            j = starts[p] + i * step[p]
-            size += offs[j + 1] - offs[j]
-        out_offs[i + 1] = out_offs[i] + size
-    out = np.empty(out_offs[n], np.uint8)
-    for i in range(n):
-        q = out_offs[i]
-        for p in range(P):
-            j = starts[p] + i * step[p]
-            for k in range(offs[j], offs[j + 1]):
+            j = start[p] + i * step[p]
+            d = shift[p]
+            for k in range(offs[j] + d, offs[j + 1] + d):
                 out[q] = data[k]
                 q += 1
+        out_offs[i + 1] = q
     return out_offs, out
 
 
