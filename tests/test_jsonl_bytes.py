@@ -72,6 +72,8 @@ def test_join_events_pairs_selected_texts_nulls_big_ints(tmp_path, n, mix):
     for i in range(n):
         r = {"event": "join", "id": f"j{i % 5}", "at": i // 3, "r": (2**62 + i) if i % 13 == 0 else i,
              "s": None if i % 17 == 0 else i // 2}
+        if i % 29 == 0:  # the int64 extremes
+            r["r"], r["s"], r["at"] = -2**63, 2**63 - 1, -i
         if mix == "join+sel":
             r["left"] = _SEL[i % len(_SEL)]
             if i % 2:

@@ -15,6 +15,9 @@ import pyarrow.compute as pc
 from numba import njit
 
 from .events import OUTPUT_SCHEMA, conform_outputs
+from .jsonl_concat import Dict as _Dict
+from .jsonl_concat import Ints as _Ints
+from .jsonl_concat import concat as _concat
 
 #: the events whose line is ``{"event", "id", "at", "value"}`` when they carry no keys and no asked_at
 _VALUE_EVENTS = ("answer", "update", "alert", "clear")
@@ -60,9 +63,9 @@ def jsonl_lines(table: pa.Table) -> list[str]:
 
 def lines_array(table: pa.Table) -> pa.Array:
     """The lines of :func:`jsonl_lines` (a table with every output column) as one Arrow string
-    array without nulls, the row-wise concatenation (:func:`_concat`) of text columns: the
-    event, id and reason texts dumped once per distinct value, ``at``, ``asked_at``, ``r`` and
-    ``s`` cast; each row's tail after ``at`` by its event's kind (:data:`_KIND`): answers,
+    array without nulls, the row-wise concatenation of text columns by one kernel pass
+    (:func:`vigil.jsonl_concat.concat`): the event, id and reason texts dumped once per distinct
+    value, ``at``, ``r`` and ``s`` written as decimal text by that pass, ``asked_at`` cast; each row's tail after ``at`` by its event's kind (:data:`_KIND`): answers,
     updates, alerts and clears their values' texts (:func:`_num_array`) with the key lists'
     texts (:func:`_key_array`) in place of a null value or before a value (:func:`_valued_tails`);
     joins ``r``, ``s`` and the ``left`` / ``right`` texts (:func:`_join_tails`); clusters ``r``
@@ -71,7 +74,7 @@ def lines_array(table: pa.Table) -> pa.Array:
     n = table.num_rows
     kind = _kinds(table.column("event"))
     at = table.column("at").combine_chunks()
-    parts: list[Any] = ['{"event": ', _json_texts(table.column("event")), ', "id": ', _json_texts(table.column("id")),
+    parts: list[Any] = ['{"event": ', _json_dict(table.column("event")), ', "id": ', _json_dict(table.column("id")),
                         ', "at": ', _int_texts(at)]
     asked = table.column("asked_at")
     if asked.null_count < n:
@@ -92,61 +95,6 @@ def lines_array(table: pa.Table) -> pa.Array:
     return _concat(parts, n)
 
 
-def _concat(parts: list[Any], n: int) -> pa.Array:
-    """The row-wise concatenation of ``parts`` (texts, repeated on every row, and string arrays
-    of ``n`` texts without nulls) as one string array: the parts' offsets and bytes gathered
-    into one array each, then one kernel pass (:func:`_concat_kernel`); by Arrow's
-    ``binary_join_element_wise`` when a part is of another type or the text would pass 2 GB."""
-    arrays = [x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x for x in parts] or [""]
-    if any(not isinstance(x, str) and (x.type != pa.string() or x.null_count or len(x) != n) for x in arrays):
-        return pc.binary_join_element_wise(*arrays, "")
-    P = len(arrays)
-    offs, datas = [], []
-    start, shift, step = np.zeros(P, np.int64), np.zeros(P, np.int64), np.zeros(P, np.int64)
-    at = base = total = 0
-    for p, x in enumerate(arrays):
-        if isinstance(x, str):
-            b = np.frombuffer(x.encode(), np.uint8)
-            o = np.array([0, len(b)], np.int32)
-            total += n * len(b)
-        else:
-            o = np.frombuffer(x.buffers()[1], np.int32)[x.offset:x.offset + n + 1]
-            buf = x.buffers()[2]
-            b = np.frombuffer(buf, np.uint8)[o[0]:o[-1]] if buf is not None and o[-1] > o[0] else np.zeros(0, np.uint8)
-            step[p] = 1
-            total += len(b)
-        start[p], shift[p] = at, base - int(o[0])
-        offs.append(o)
-        datas.append(b)
-        at += len(o)
-        base += len(b)
-    if total >= 2**31:
-        return pc.binary_join_element_wise(*arrays, "")
-    out_offs, out = _concat_kernel(n, np.concatenate(offs), np.concatenate(datas), start, shift, step, total)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(out_offs), pa.py_buffer(out)])
-
-
-@njit(cache=True, nogil=True)
-def _concat_kernel(n, offs, data, start, shift, step, total):
-    """(int32 offsets, bytes) of the rows' texts: row i is, for each part p, the bytes
-    ``data[offs[j] + shift[p]:offs[j + 1] + shift[p]]`` with ``j = start[p] + i * step[p]``
-    (``total``: their sum)."""
-    P = len(start)
-    out_offs = np.empty(n + 1, np.int32)
-    out = np.empty(total, np.uint8)
-    out_offs[0] = 0
-    q = 0
-    for i in range(n):
-        for p in range(P):
-            j = start[p] + i * step[p]
-            d = shift[p]
-            for k in range(offs[j] + d, offs[j + 1] + d):
-                out[q] = data[k]
-                q += 1
-        out_offs[i + 1] = q
-    return out_offs, out
-
-
 def _kinds(events: pa.ChunkedArray) -> np.ndarray:
     """Each row's kind of line (:data:`_KIND`; 5, nothing after ``at``, for other or null events)."""
     enc = events.combine_chunks().dictionary_encode()
@@ -155,11 +103,14 @@ def _kinds(events: pa.ChunkedArray) -> np.ndarray:
     return codes[np.asarray(idx.to_numpy(zero_copy_only=False), np.int64)]
 
 
-def _int_texts(col: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """The decimal text of every value of an integer column ("null" where null)."""
+def _int_texts(col: pa.ChunkedArray | pa.Array) -> _Ints:
+    """The decimal text of every value of an integer column ("null" where null), as a part of
+    :func:`vigil.jsonl_concat.concat`."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    t = pc.cast(arr, pa.string())
-    return pc.fill_null(t, "null") if arr.null_count else t
+    if not arr.null_count:
+        return _Ints(np.asarray(arr.to_numpy(zero_copy_only=False), np.int64), np.ones(len(arr), np.bool_))
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), np.bool_)
+    return _Ints(np.asarray(pc.fill_null(arr, 0).to_numpy(zero_copy_only=False), np.int64), valid)
 
 
 def _valued_tails(table: pa.Table) -> list[Any]:
@@ -373,6 +324,17 @@ def _joined_keys(arr: pa.Array) -> pa.Array:
     joined = pc.binary_join(arr, '", "')
     return pc.if_else(pc.equal(pc.list_value_length(arr), 0), pa.scalar("[]"),
                       pc.binary_join_element_wise('["', joined, '"]', ""))
+
+
+def _json_dict(col: pa.ChunkedArray) -> _Dict:
+    """:func:`_json_texts` as a :class:`vigil.jsonl_concat.Dict` (the distinct values' texts and each row's index)."""
+    enc = col.combine_chunks().dictionary_encode()
+    texts = [json.dumps(x) for x in enc.dictionary.to_pylist()]
+    idx = enc.indices
+    if idx.null_count:
+        idx = pc.fill_null(idx, len(texts))
+        texts.append("null")
+    return _Dict(pa.array(texts, pa.string()), np.asarray(idx.to_numpy(zero_copy_only=False), np.int64))
 
 
 def _json_texts(col: pa.ChunkedArray) -> pa.Array:
