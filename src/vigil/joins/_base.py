@@ -77,18 +77,20 @@ def _ins(a: np.ndarray, p: np.ndarray, v: np.ndarray) -> np.ndarray:  # v cast t
 
 def distinct_pairs(i: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (i, q) pairs (i >= 0), sorted by (i, q): one sort of the int64 key
-    i * span + (q - min q) (np.unique(axis=0) sorts row records, ~15x slower; numpy 2's 1-D
-    np.unique as slow again), or a lexsort when that key could overflow."""
+    (i << b) | (q - min q), b the bits of max q - min q, split back by a shift and a mask (no
+    division) (np.unique(axis=0) sorts row records, ~15x slower; numpy 2's 1-D np.unique as slow
+    again), or a lexsort when that key could overflow. O(k log k) for k pairs, about 1.5x a sort
+    of k int64."""
     q0 = int(q.min())
-    span = int(q.max()) - q0 + 1
-    if span * (int(i.max()) + 1) < 2**62:
-        key = i * span + (q - q0)
+    bits = (int(q.max()) - q0).bit_length()  # q - q0 in the low bits: no division to split the key
+    if (int(i.max()) + 1) << bits < 2**62:
+        key = (i << bits) | (q - q0)
         key.sort()
         keep = np.empty(len(key), bool)
         keep[0] = True
         np.not_equal(key[1:], key[:-1], out=keep[1:])
-        ui, uq = np.divmod(key[keep], span)
-        return ui, uq + q0
+        key = key[keep]
+        return key >> bits, (key & ((1 << bits) - 1)) + q0
     o = np.lexsort((q, i))
     i, q = i[o], q[o]
     keep = np.empty(len(i), bool)
