@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
-from .events import OUTPUT_SCHEMA, conform_outputs
 from .jsonl_concat import Dict as _Dict
 from .jsonl_concat import Ints as _Ints
 from .jsonl_concat import concat as _concat
+from .outschema import OUTPUT_SCHEMA, conform_outputs
 
 #: the events whose line is ``{"event", "id", "at", "value"}`` when they carry no keys and no asked_at
 _VALUE_EVENTS = ("answer", "update", "alert", "clear")
