@@ -123,8 +123,10 @@ class Sliding(QuantileOperator):
 
     # ------------------------------------------------------------------ queries
     def _close(self) -> None:
-        self._room(1)
         self._budget = 0  # a registration's block is not in the push budget: reserve again
+        if not self.meta[K.M_OC]:  # nothing open (K.close_open would return): no room to make
+            return
+        self._room(1)
         K.close_open(self.meta, self.ob, self.obs, self.blk, self.sv, self.si, self.mv, self.mi, self.mv2, self.mi2, self.eps)
 
     def register(self, qid: int, phi: float, eps: float, start: int = 0, notify: bool = False) -> None:
