@@ -327,7 +327,8 @@ def _joined_keys(arr: pa.Array) -> pa.Array:
 
 
 def _json_dict(col: pa.ChunkedArray) -> _Dict:
-    """:func:`_json_texts` as a :class:`vigil.jsonl_concat.Dict` (the distinct values' texts and each row's index)."""
+    """``json.dumps`` of every value of a string column (null: "null") as a
+    :class:`vigil.jsonl_concat.Dict`: one dump per distinct value, and each row's index into them."""
     enc = col.combine_chunks().dictionary_encode()
     texts = [json.dumps(x) for x in enc.dictionary.to_pylist()]
     idx = enc.indices
@@ -338,15 +339,9 @@ def _json_dict(col: pa.ChunkedArray) -> _Dict:
 
 
 def _json_texts(col: pa.ChunkedArray) -> pa.Array:
-    """``json.dumps`` of every value of a string column (null: "null"), as an Arrow array: one
-    dump per distinct value, taken by Arrow."""
-    enc = col.combine_chunks().dictionary_encode()
-    texts = [json.dumps(x) for x in enc.dictionary.to_pylist()]
-    idx = enc.indices
-    if idx.null_count:
-        idx = pc.fill_null(idx, len(texts))
-        texts.append("null")
-    return pa.array(texts, pa.string()).take(idx)
+    """:func:`_json_dict`'s texts, one per row, as an Arrow array (taken by Arrow)."""
+    d = _json_dict(col)
+    return d.texts.take(pa.array(d.idx))
 
 
 def _key_texts(keys: pa.ChunkedArray) -> list[str | None]:
