@@ -48,6 +48,7 @@ def test_substream_counts_match():
     assert s["keys_reported"] == s["operator_keys_reported"] > 0
 
 
+@pytest.mark.slow  # ~200 s on a cold numba cache (every threshold kernel auto may pick compiles): make test-all
 @pytest.mark.timeout(600)
 def test_threshold_engine_column_matches_trace(tmp_path):
     from vigil.bench.threshold import run_preset
